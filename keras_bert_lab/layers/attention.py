@@ -1,0 +1,86 @@
+"""Multi-head self-attention with a padding mask.
+
+Shapes: ``B`` batch, ``T`` query tokens, ``S`` key tokens (= T here), ``H`` hidden, ``N`` heads,
+``D`` head size (H = N·D).
+"""
+
+import math
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Scaled dot-product self-attention over ``N`` heads (Vaswani et al. 2017, §3.2).
+
+    Query, key and value come from one fused projection (one large matmul instead of three) with
+    a kernel of shape ``(H, 3, N, D)``; the output projection has a ``(N, D, H)`` kernel. When no
+    attention dropout is active the scores go through ``keras.ops.dot_product_attention``, the
+    backend's fused kernel; with dropout in training they are computed explicitly, softmax in
+    float32, so that the probabilities can be dropped as in the original BERT.
+
+    Args:
+        num_heads: ``N``. dropout: rate on the attention probabilities in training.
+        initializer_range: truncated-normal stddev of the kernels.
+
+    Example:
+    >>> import numpy as np
+    >>> attention = MultiHeadSelfAttention(num_heads=2)
+    >>> x = np.random.rand(1, 4, 8).astype("float32")
+    >>> attention(x, padding_mask=np.array([[1, 1, 1, 0]])).shape
+    (1, 4, 8)
+    """
+
+    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+
+    def build(self, x_shape, padding_mask_shape=None):
+        hidden = x_shape[-1]
+        if hidden % self.num_heads:
+            raise ValueError(f"hidden size {hidden} is not divisible by num_heads {self.num_heads}.")
+        self.head_size = hidden // self.num_heads
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        self.qkv = keras.layers.EinsumDense(
+            "bth,hknd->btknd", output_shape=(None, 3, self.num_heads, self.head_size),
+            bias_axes="knd", kernel_initializer=init, dtype=self.dtype_policy, name="qkv")
+        self.qkv.build(x_shape)
+        self.output_dense = keras.layers.EinsumDense(
+            "btnd,ndh->bth", output_shape=(None, hidden), bias_axes="h",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            dtype=self.dtype_policy, name="output")
+        self.output_dense.build((*x_shape[:-1], self.num_heads, self.head_size))
+
+    def call(self, x, padding_mask=None, training=None):
+        qkv = self.qkv(x)  # (B, T, 3, N, D)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, N, D) each
+        mask = None
+        if padding_mask is not None:
+            mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, S)
+        if training and self.dropout > 0:
+            context = self._explicit_attention(q, k, v, mask, training)
+        else:
+            context = ops.dot_product_attention(q, k, v, mask=mask)  # (B, T, N, D)
+        return self.output_dense(context)  # (B, T, H)
+
+    def _explicit_attention(self, q, k, v, mask, training):
+        scores = ops.einsum("btnd,bsnd->bnts", q, k)  # (B, N, T, S)
+        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        if mask is not None:
+            scores = ops.where(mask, scores, -1e9)
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.dropout_layer(probs, training=training)
+        return ops.einsum("bnts,bsnd->btnd", probs, v)  # (B, T, N, D)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_heads=self.num_heads, dropout=self.dropout,
+                      initializer_range=self.initializer_range)
+        return config

@@ -1,0 +1,77 @@
+"""BERT's input embedding: token + segment + learned position, then LayerNorm and dropout.
+
+Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden, ``V`` vocabulary, ``P`` positions.
+"""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class BertEmbedding(keras.layers.Layer):
+    """Sum of token, segment and position embeddings, normalised (Devlin et al. 2019, fig. 2).
+
+    BERT learns its position table (unlike the Transformer's sinusoids), so a model cannot read
+    sequences longer than ``max_positions``. The token table is exposed as ``token_embedding`` so
+    the masked-LM head can tie its decoder to it.
+
+    Args:
+        vocab_size: ``V``. hidden_size: ``H``. max_positions: ``P``.
+        type_vocab_size: number of segments. dropout: rate after the LayerNorm.
+        layer_norm_epsilon: LayerNorm epsilon. initializer_range: truncated-normal stddev.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = BertEmbedding(vocab_size=100, hidden_size=8, max_positions=16)
+    >>> layer(np.array([[2, 5, 3]]), np.array([[0, 0, 1]])).shape
+    (1, 3, 8)
+    """
+
+    def __init__(self, vocab_size, hidden_size, max_positions, type_vocab_size=2, dropout=0.0,
+                 layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_positions = max_positions
+        self.type_vocab_size = type_vocab_size
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        init = lambda: keras.initializers.TruncatedNormal(stddev=initializer_range)  # noqa: E731
+        self.token_embedding = keras.layers.Embedding(
+            vocab_size, hidden_size, embeddings_initializer=init(), dtype=self.dtype_policy,
+            name="token_embedding")
+        self.segment_embedding = keras.layers.Embedding(
+            type_vocab_size, hidden_size, embeddings_initializer=init(), dtype=self.dtype_policy,
+            name="segment_embedding")
+        self.norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self._init = init
+
+    def build(self, token_ids_shape, segment_ids_shape=None):
+        self.token_embedding.build(token_ids_shape)
+        self.segment_embedding.build(token_ids_shape)
+        self.position_embedding = self.add_weight(
+            name="position_embedding", shape=(self.max_positions, self.hidden_size),
+            initializer=self._init())
+        self.norm.build((*token_ids_shape, self.hidden_size))
+
+    def call(self, token_ids, segment_ids, training=None):
+        length = ops.shape(token_ids)[1]
+        table = ops.convert_to_tensor(self.position_embedding)  # (P, H)
+        positions = ops.slice(table, (0, 0), (length, self.hidden_size))  # (T, H)
+        x = (self.token_embedding(token_ids) + self.segment_embedding(segment_ids)
+             + ops.cast(positions, self.compute_dtype)[None])  # (B, T, H)
+        return self.dropout_layer(self.norm(x), training=training)
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+        return (*token_ids_shape, self.hidden_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                      max_positions=self.max_positions, type_vocab_size=self.type_vocab_size,
+                      dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon,
+                      initializer_range=self.initializer_range)
+        return config
