@@ -28,7 +28,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     >>> import numpy as np
     >>> attention = MultiHeadSelfAttention(num_heads=2)
     >>> x = np.random.rand(1, 4, 8).astype("float32")
-    >>> attention(x, padding_mask=np.array([[1, 1, 1, 0]])).shape
+    >>> tuple(attention(x, padding_mask=np.array([[1, 1, 1, 0]])).shape)
     (1, 4, 8)
     """
 

@@ -23,7 +23,7 @@ class BertEmbedding(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = BertEmbedding(vocab_size=100, hidden_size=8, max_positions=16)
-    >>> layer(np.array([[2, 5, 3]]), np.array([[0, 0, 1]])).shape
+    >>> tuple(layer(np.array([[2, 5, 3]]), np.array([[0, 0, 1]])).shape)
     (1, 3, 8)
     """
 

@@ -28,7 +28,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> block = TransformerEncoderBlock(num_heads=2, intermediate_size=32)
-    >>> block(np.zeros((1, 3, 8), "float32"), padding_mask=np.ones((1, 3))).shape
+    >>> tuple(block(np.zeros((1, 3, 8), "float32"), padding_mask=np.ones((1, 3))).shape)
     (1, 3, 8)
     """
 

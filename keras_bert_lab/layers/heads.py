@@ -27,7 +27,7 @@ class MaskedLMHead(keras.layers.Layer):
     >>> import numpy as np, keras
     >>> embedding = keras.layers.Embedding(50, 8); embedding.build((None,))
     >>> head = MaskedLMHead(embedding)
-    >>> head(np.zeros((2, 6, 8), "float32"), np.array([[1, 3], [0, 0]])).shape
+    >>> tuple(head(np.zeros((2, 6, 8), "float32"), np.array([[1, 3], [0, 0]])).shape)
     (2, 2, 50)
     """
 

@@ -53,8 +53,10 @@ class BertBackbone(keras.Model):
     >>> outputs = backbone({"token_ids": np.array([[101, 7592, 102, 0]]),
     ...                     "segment_ids": np.zeros((1, 4), "int32"),
     ...                     "padding_mask": np.array([[1, 1, 1, 0]])})
-    >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape, len(outputs["hidden_states"])
-    ((1, 4, 128), (1, 128), 3)
+    >>> [tuple(outputs[k].shape) for k in ("sequence_output", "pooled_output")]
+    [(1, 4, 128), (1, 128)]
+    >>> len(outputs["hidden_states"])
+    3
     """
 
     def __init__(self, config="base", dtype=None, **kwargs):
@@ -95,9 +97,11 @@ class BertBackbone(keras.Model):
         """The ``(V, H)`` token-embedding layer (tied to the masked-LM decoder)."""
         return self.embeddings.token_embedding
 
-    def call(self, inputs, training=None, mask=None):
-        self.validate_inputs(inputs)
-        return super().call(inputs, training=training, mask=mask)
+    def __call__(self, inputs, *args, **kwargs):
+        self.validate_inputs(inputs)  # before Keras' own input checks, for clearer messages
+        # Extra keys (e.g. a task's mask_positions) are dropped: Keras would otherwise match a dict
+        # to the inputs by sorted position, not by name.
+        return super().__call__({name: inputs[name] for name in INPUT_NAMES}, *args, **kwargs)
 
     def validate_inputs(self, inputs):
         """Raise ``InputError`` naming the problem and the fix; see the class docstring."""

@@ -33,7 +33,10 @@ class BertPretrainer(keras.Model):
     >>> x = {"token_ids": np.full((2, 8), 5), "segment_ids": np.zeros((2, 8), "int32"),
     ...      "padding_mask": np.ones((2, 8), "int32"), "mask_positions": np.array([[1, 2]] * 2)}
     >>> y = {"mlm": np.array([[7, 8]] * 2), "nsp": np.array([0, 1])}
-    >>> history = model.fit(x, y, sample_weight={"mlm": np.ones((2, 2))}, verbose=0)
+    >>> weights = {"mlm": np.ones((2, 2)), "nsp": np.ones(2)}
+    >>> history = model.fit(x, y, sample_weight=weights, verbose=0)
+    >>> sorted(history.history)
+    ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
     """
 
     def __init__(self, backbone, **kwargs):

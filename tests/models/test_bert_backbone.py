@@ -1,0 +1,72 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lab import BertBackbone, BertConfig
+from keras_bert_lab.errors import InputError
+from tests.conftest import padded_pair_batch, to_numpy
+
+SMALL = BertConfig.from_size("tiny", vocab_size=1000, max_positions=64)
+
+
+def test_outputs_and_padding_invariance():
+    backbone = BertBackbone(SMALL)
+    batch = padded_pair_batch(vocab_size=1000)
+    out = backbone(batch)
+    assert tuple(out["sequence_output"].shape) == (3, 24, 128)
+    assert tuple(out["pooled_output"].shape) == (3, 128)
+    assert len(out["hidden_states"]) == 3
+    # The shortest row alone, unpadded, gives the same real-token states as inside the batch.
+    alone = {k: v[2:3, :9] for k, v in batch.items()}
+    np.testing.assert_allclose(to_numpy(backbone(alone)["sequence_output"])[0],
+                               to_numpy(out["sequence_output"])[2, :9], atol=1e-5)
+
+
+def test_functional_model_is_inspectable():
+    backbone = BertBackbone(SMALL)
+    assert sorted(t.name for t in backbone.inputs) == ["padding_mask", "segment_ids", "token_ids"]
+    assert backbone.get_layer("encoder_layer_1") is backbone.encoder_layers[1]
+    assert backbone.token_embedding.embeddings.shape == (1000, 128)
+
+
+def test_sequence_longer_than_position_table():
+    backbone = BertBackbone(SMALL)
+    batch = {k: np.zeros((1, 65), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
+    with pytest.raises(InputError, match="65 exceeds the position table"):
+        backbone(batch)
+
+
+@pytest.mark.parametrize("name, value, upper", [("token_ids", 1000, 1000),
+                                                ("token_ids", -1, 1000),
+                                                ("segment_ids", 2, 2)])
+def test_out_of_range_ids_in_eager_mode(name, value, upper):
+    backbone = BertBackbone(SMALL)
+    batch = padded_pair_batch(vocab_size=1000)
+    batch[name] = batch[name].copy()
+    batch[name][0, 3] = value
+    with pytest.raises(InputError, match=rf"'{name}' holds id {value} outside \[0, {upper}\)"):
+        backbone(batch)
+
+
+def test_missing_input_and_wrong_dtype():
+    backbone = BertBackbone(SMALL)
+    batch = padded_pair_batch(vocab_size=1000)
+    with pytest.raises(InputError, match="lack \\['padding_mask'\\]"):
+        backbone({k: v for k, v in batch.items() if k != "padding_mask"})
+    with pytest.raises(InputError, match="'token_ids' must hold integer ids"):
+        backbone(dict(batch, token_ids=batch["token_ids"].astype("float32")))
+    with pytest.raises(InputError, match="takes a dict"):
+        backbone(batch["token_ids"])
+    with pytest.raises(InputError, match="disagree in shape"):
+        backbone(dict(batch, segment_ids=batch["segment_ids"][:, :5]))
+
+
+def test_keras_round_trip(tmp_path):
+    backbone = BertBackbone(SMALL)
+    batch = padded_pair_batch(vocab_size=1000)
+    path = str(tmp_path / "backbone.keras")
+    backbone.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, BertBackbone) and restored.config == SMALL
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_array_equal(to_numpy(restored(batch)[key]), to_numpy(backbone(batch)[key]))
