@@ -39,9 +39,10 @@ class BertBackbone(keras.Model):
     BERT paper's NER feature-based study sums or concatenates the last four).
 
     Inputs are checked before any computation in eager calls: names, integer dtypes, equal shapes,
-    ``T ≤ max_positions`` and id ranges. Inside a compiled graph (``fit``, ``predict``, ``jit``)
-    only names, dtypes and static shapes can be checked; an out-of-range id there is an error on
-    TensorFlow (CPU) and PyTorch, but is *clamped silently* by JAX's gather.
+    ``T ≤ max_positions`` and id ranges. Inside a compiled graph (``fit``/``predict`` on
+    TensorFlow and JAX) only names, dtypes and static shapes can be checked; there an out-of-range
+    id is an ``InvalidArgumentError`` from TensorFlow's gather, while JAX's gather raises nothing
+    and fills the row with NaN. PyTorch runs eagerly, so the range check always applies.
 
     Args:
         config: a ``BertConfig``, a dict of its fields, or a size name (``"tiny"`` … ``"large"``).
@@ -147,6 +148,26 @@ class BertBackbone(keras.Model):
                 raise InputError(f"BertBackbone input '{name}' holds id {int(bad)} outside "
                                  f"[0, {upper}); check that the tokenizer's vocabulary matches the "
                                  f"model (vocab_size={self.config.vocab_size}).")
+
+    @classmethod
+    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True):
+        """A backbone from a preset directory or a registered name (``list_presets()``).
+
+        Weights are checked by name and shape (strict unless ``allow_partial=True``); file
+        checksums are verified unless ``verify=False``. See :mod:`keras_bert_lab.presets`.
+
+        Example: ``BertBackbone.from_preset("minilm_l6_en_uncased")``.
+        """
+        from keras_bert_lab import presets
+
+        return presets.load_backbone(preset, allow_partial=allow_partial, dtype=dtype,
+                                     verify=verify)
+
+    def save_to_preset(self, directory, **kwargs):
+        """Save as a preset directory; ``kwargs`` as in :func:`keras_bert_lab.presets.save_preset`."""
+        from keras_bert_lab import presets
+
+        return presets.save_preset(self, directory, **kwargs)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name,

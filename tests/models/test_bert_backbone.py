@@ -70,3 +70,19 @@ def test_keras_round_trip(tmp_path):
     assert isinstance(restored, BertBackbone) and restored.config == SMALL
     for key in ("sequence_output", "pooled_output"):
         np.testing.assert_array_equal(to_numpy(restored(batch)[key]), to_numpy(backbone(batch)[key]))
+
+
+def test_out_of_range_ids_inside_compiled_predict():
+    """The behaviour documented in BertBackbone's docstring, per backend."""
+    backbone = BertBackbone(SMALL)
+    batch = padded_pair_batch(vocab_size=1000)
+    batch["token_ids"] = batch["token_ids"].copy()
+    batch["token_ids"][0, 3] = 1500
+    backend = keras.backend.backend()
+    if backend == "jax":
+        out = backbone.predict(batch, verbose=0)["sequence_output"]
+        assert np.isnan(out[0]).all() and np.isfinite(out[1:]).all()
+    else:
+        expected = InputError if backend == "torch" else Exception
+        with pytest.raises(expected):
+            backbone.predict(batch, verbose=0)
