@@ -9,6 +9,9 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_lab.layers.common import dropout as make_dropout
+from keras_bert_lab.layers.common import truncated_normal
+
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class MultiHeadSelfAttention(keras.layers.Layer):
@@ -37,21 +40,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = make_dropout(dropout, self.dtype_policy, "dropout")
 
     def build(self, x_shape, padding_mask_shape=None):
         hidden = x_shape[-1]
         if hidden % self.num_heads:
             raise ValueError(f"hidden size {hidden} is not divisible by num_heads {self.num_heads}.")
         self.head_size = hidden // self.num_heads
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         self.qkv = keras.layers.EinsumDense(
             "bth,hknd->btknd", output_shape=(None, 3, self.num_heads, self.head_size),
-            bias_axes="knd", kernel_initializer=init, dtype=self.dtype_policy, name="qkv")
+            bias_axes="knd", kernel_initializer=truncated_normal(self.initializer_range), dtype=self.dtype_policy, name="qkv")
         self.qkv.build(x_shape)
         self.output_dense = keras.layers.EinsumDense(
             "btnd,ndh->bth", output_shape=(None, hidden), bias_axes="h",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            kernel_initializer=truncated_normal(self.initializer_range),
             dtype=self.dtype_policy, name="output")
         self.output_dense.build((*x_shape[:-1], self.num_heads, self.head_size))
 

@@ -6,6 +6,9 @@ Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden, ``V`` vocabulary, ``P`` positio
 import keras
 from keras import ops
 
+from keras_bert_lab.layers.common import dropout as make_dropout
+from keras_bert_lab.layers.common import truncated_normal
+
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class BertEmbedding(keras.layers.Layer):
@@ -37,24 +40,22 @@ class BertEmbedding(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
-        init = lambda: keras.initializers.TruncatedNormal(stddev=initializer_range)  # noqa: E731
         self.token_embedding = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=init(), dtype=self.dtype_policy,
+            vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="token_embedding")
         self.segment_embedding = keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=init(), dtype=self.dtype_policy,
+            type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="segment_embedding")
         self.norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
-        self._init = init
+        self.dropout_layer = make_dropout(dropout, self.dtype_policy, "dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
         self.segment_embedding.build(token_ids_shape)
         self.position_embedding = self.add_weight(
             name="position_embedding", shape=(self.max_positions, self.hidden_size),
-            initializer=self._init())
+            initializer=truncated_normal(self.initializer_range))
         self.norm.build((*token_ids_shape, self.hidden_size))
 
     def call(self, token_ids, segment_ids, training=None):

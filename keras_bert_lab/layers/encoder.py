@@ -6,11 +6,8 @@ Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden, ``I`` feed-forward width.
 import keras
 
 from keras_bert_lab.layers.attention import MultiHeadSelfAttention
-
-
-def gelu(x):
-    """Exact (erf) GELU, as in the original BERT and Hugging Face's ``"gelu"``."""
-    return keras.activations.gelu(x, approximate=False)
+from keras_bert_lab.layers.common import dropout as make_dropout
+from keras_bert_lab.layers.common import gelu, truncated_normal
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -45,25 +42,23 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention = MultiHeadSelfAttention(
             num_heads, dropout=attention_dropout, initializer_range=initializer_range,
             dtype=policy, name="attention")
-        self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy,
-                                                            name="attention_output_dropout")
+        self.attention_dropout_layer = make_dropout(dropout, policy, "attention_output_dropout")
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_norm")
-        init = lambda: keras.initializers.TruncatedNormal(stddev=initializer_range)  # noqa: E731
         self.ffn_in = keras.layers.Dense(intermediate_size, activation=gelu,
-                                         kernel_initializer=init(), dtype=policy, name="ffn_in")
+                                         kernel_initializer=truncated_normal(initializer_range),
+                                         dtype=policy, name="ffn_in")
         self.ffn_out = None  # needs H: made in build()
-        self.ffn_dropout = keras.layers.Dropout(dropout, dtype=policy, name="ffn_dropout")
+        self.ffn_dropout = make_dropout(dropout, policy, "ffn_dropout")
         self.ffn_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="ffn_norm")
-        self._init = init
 
     def build(self, x_shape, padding_mask_shape=None):
         hidden = x_shape[-1]
         self.attention.build(x_shape)
         self.attention_norm.build(x_shape)
         self.ffn_in.build(x_shape)
-        self.ffn_out = keras.layers.Dense(hidden, kernel_initializer=self._init(),
+        self.ffn_out = keras.layers.Dense(hidden, kernel_initializer=truncated_normal(self.initializer_range),
                                           dtype=self.dtype_policy, name="ffn_out")
         self.ffn_out.build((*x_shape[:-1], self.intermediate_size))
         self.ffn_norm.build(x_shape)

@@ -6,7 +6,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``P`` masked positions per sequence, ``H`` hi
 import keras
 from keras import ops
 
-from keras_bert_lab.layers.encoder import gelu
+from keras_bert_lab.layers.common import gelu, truncated_normal
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -40,7 +40,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.vocab_size, self.hidden_size = token_embedding.input_dim, token_embedding.output_dim
         self.transform = keras.layers.Dense(
             self.hidden_size, activation=gelu, dtype=self.dtype_policy, name="transform",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+            kernel_initializer=truncated_normal(initializer_range))
         self.norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
 

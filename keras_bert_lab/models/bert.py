@@ -8,6 +8,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_lab.errors import InputError
+from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.layers.embeddings import BertEmbedding
 from keras_bert_lab.layers.encoder import TransformerEncoderBlock
 from keras_bert_lab.models.config import BertConfig
@@ -62,7 +63,6 @@ class BertBackbone(keras.Model):
 
     def __init__(self, config="base", dtype=None, **kwargs):
         config = BertConfig.coerce(config)
-        init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
         embeddings = BertEmbedding(
             config.vocab_size, config.hidden_size, config.max_positions, config.type_vocab_size,
             dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
@@ -77,7 +77,8 @@ class BertBackbone(keras.Model):
             for i in range(config.num_layers)
         ]
         pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
-                                         kernel_initializer=init, dtype=dtype, name="pooler")
+                                         kernel_initializer=truncated_normal(config.initializer_range),
+                                         dtype=dtype, name="pooler")
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # (B, T, H)
         hidden_states = [x]

@@ -5,6 +5,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``P`` masked positions per sequence, ``V`` vo
 
 import keras
 
+from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.layers.heads import MaskedLMHead
 from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone
 from keras_bert_lab.training.optimizers import adamw
@@ -45,8 +46,7 @@ class BertPretrainer(keras.Model):
             initializer_range=backbone.config.initializer_range,
             dtype=backbone.dtype_policy, name="masked_lm_head")
         next_sentence_head = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.config.initializer_range),
+            2, kernel_initializer=truncated_normal(backbone.config.initializer_range),
             dtype=backbone.dtype_policy, name="next_sentence_head")
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
@@ -62,7 +62,7 @@ class BertPretrainer(keras.Model):
         """Defaults: AdamW (lr 1e-4, decay 0.01 on ≥2-D weights, clip 1.0), MLM + NSP losses,
         MLM accuracy weighted by ``mask_weights``, NSP accuracy."""
         if optimizer == "auto":
-            optimizer = adamw(self, learning_rate=1e-4, clipnorm=1.0)
+            optimizer = adamw(self, learning_rate=1e-4)
         if loss == "auto":
             loss = {
                 "mlm": keras.losses.SparseCategoricalCrossentropy(

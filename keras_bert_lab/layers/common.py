@@ -1,0 +1,26 @@
+"""Small pieces shared by the layers: BERT's activation, initializer and dropout."""
+
+import random
+
+import keras
+
+
+def gelu(x):
+    """Exact (erf) GELU, as in the original BERT and Hugging Face's ``"gelu"``."""
+    return keras.activations.gelu(x, approximate=False)
+
+
+def truncated_normal(stddev):
+    """BERT's initializer: a normal cut at two standard deviations (a new instance per weight)."""
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+def dropout(rate, dtype, name):
+    """A ``Dropout`` whose randomness lives in its seed-generator state on every backend.
+
+    With no seed, Keras' PyTorch backend draws dropout masks from torch's global RNG, which a
+    checkpoint cannot restore; an explicit seed routes them through the layer's seed-generator
+    variable (saved with the model) as on TensorFlow and JAX. The seed comes from Python's
+    ``random``, which ``keras.utils.set_random_seed`` seeds, so runs stay reproducible.
+    """
+    return keras.layers.Dropout(rate, seed=random.randint(1, 2**31 - 1), dtype=dtype, name=name)
