@@ -59,7 +59,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(self, x, padding_mask=None, training=None):
         qkv = self.qkv(x)  # (B, T, 3, N, D)
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, N, D) each
+        q, k, v = ops.unstack(qkv, 3, axis=2)  # (B, T, N, D) each
         mask = None
         if padding_mask is not None:
             mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, S)

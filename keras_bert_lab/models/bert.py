@@ -76,9 +76,9 @@ class BertBackbone(keras.Model):
                 name=f"encoder_layer_{i}")
             for i in range(config.num_layers)
         ]
-        pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
-                                         kernel_initializer=truncated_normal(config.initializer_range),
-                                         dtype=dtype, name="pooler")
+        pooler = keras.layers.Dense(
+            config.hidden_size, activation="tanh", dtype=dtype, name="pooler",
+            kernel_initializer=truncated_normal(config.initializer_range))
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # (B, T, H)
         hidden_states = [x]

@@ -40,9 +40,9 @@ def test_explicit_path_equals_fused_path(attention_inputs):
     x, mask = attention_inputs
     layer = MultiHeadSelfAttention(num_heads=4, dropout=0.5)
     fused = to_numpy(layer(x, padding_mask=mask, training=False))
-    qkv = layer.qkv(x)
+    q, k, v = keras.ops.unstack(layer.qkv(x), 3, axis=2)
     explicit = layer.output_dense(layer._explicit_attention(
-        qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2],
+        q, k, v,
         keras.ops.cast(mask, "bool")[:, None, None, :], training=False))
     np.testing.assert_allclose(to_numpy(explicit), fused, atol=1e-5)
     a = to_numpy(layer(x, padding_mask=mask, training=True))
