@@ -28,6 +28,9 @@ from keras_bert_lab.errors import DataError
 from keras_bert_lab.text import normalization as norm
 
 SPECIAL_TOKENS = ("pad", "unk", "cls", "sep", "mask")
+# Our TensorFlow code has no Python control flow on tensors: tell autograph (tf.data.map,
+# tf.function) not to convert it, which saves seconds on the first trace.
+_graph_code = tf.autograph.experimental.do_not_convert
 
 
 def read_vocabulary(path):
@@ -114,11 +117,13 @@ class BasicTokenizer:
                                                 name="invalid_utf8_count")}
         return self._tensors
 
+    @_graph_code
     def split(self, inputs):
         """The words of a string (list of ``str``) or of a batch (``RaggedTensor [B, (W)]``)."""
         return _apply(lambda text: {"words": self._split_flat(text, False)["words"]},
                       inputs)["words"]
 
+    @_graph_code
     def split_with_offsets(self, inputs):
         """Words plus ``start_offsets`` / ``end_offsets``: character offsets in the input."""
         return _apply(lambda text: self._split_flat(text, True), inputs)
@@ -137,6 +142,7 @@ class BasicTokenizer:
                 out[key] = out["words"].with_values(tf.cast(value, tf.int32))
         return out
 
+    @_graph_code
     def words(self, text):
         """The flat form of basic tokenization for a ``[B]`` batch of strings (for builders).
 
@@ -348,13 +354,16 @@ class WordPieceTokenizer:
         return self._tensors
 
     # ---- tokenization -----------------------------------------------------------------------
+    @_graph_code
     def __call__(self, inputs):
         return self.tokenize(inputs)
 
+    @_graph_code
     def tokenize(self, inputs):
         """Token ids of a string or a batch of strings (see the module docstring for shapes)."""
         return _apply(lambda text: self._tokenize_flat(text, False), inputs)["token_ids"]
 
+    @_graph_code
     def tokenize_with_offsets(self, inputs):
         """Ids plus, for each token, where it came from in the input.
 
@@ -426,6 +435,7 @@ class WordPieceTokenizer:
                                          ("word_ids", word_id))}}
 
     # ---- detokenization ---------------------------------------------------------------------
+    @_graph_code
     def detokenize(self, token_ids, skip_special_tokens=True):
         """Ids back to text: pieces joined, words separated by one space.
 
