@@ -77,6 +77,21 @@ class BertPretrainer(keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
 
+    @classmethod
+    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True):
+        """A pretrainer on a preset's backbone; its MLM/NSP heads are loaded when the preset has
+        them (e.g. converted from ``BertForPreTraining``), new otherwise."""
+        from keras_bert_lab import presets
+
+        return presets.load_task(cls, preset, allow_partial=allow_partial, dtype=dtype,
+                                 verify=verify)
+
+    def save_to_preset(self, directory, **kwargs):
+        """Save backbone and heads as a preset; ``kwargs`` as in ``presets.save_preset``."""
+        from keras_bert_lab import presets
+
+        return presets.save_preset(self, directory, **kwargs)
+
     def get_config(self):
         return {"backbone": keras.saving.serialize_keras_object(self.backbone),
                 "name": self.name, "trainable": self.trainable}
