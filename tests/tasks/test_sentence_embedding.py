@@ -1,0 +1,61 @@
+"""Mean pooling + L2 normalisation on a backbone (real-weight parity: tests/convert/test_minilm.py)."""
+
+import doctest
+
+import numpy as np
+
+import keras_bert_lab.tasks.sentence_embedding as sentence_embedding
+from keras_bert_lab import BertBackbone
+from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder, l2_normalize, mean_pool
+from tests.conftest import to_numpy
+from tests.convert.helpers import CONFIG, batch, random_pretrainer, tiny_vocab
+
+
+def test_mean_pool_ignores_padding_and_normalizes():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [0, 0, 0, 0, 0]])
+    got = to_numpy(mean_pool(x, mask))
+    np.testing.assert_allclose(got[0], x[0].mean(0), atol=1e-6)
+    np.testing.assert_allclose(got[1], x[1, :2].mean(0), atol=1e-6)
+    np.testing.assert_array_equal(got[2], np.zeros(4))  # no real token: zeros, not NaN
+    unit = to_numpy(l2_normalize(got))
+    np.testing.assert_allclose(np.linalg.norm(unit[:2], axis=1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(unit[2], np.zeros(4))
+
+
+def test_embedder_matches_numpy_recipe_and_padding_does_not_matter():
+    backbone = random_pretrainer().backbone
+    x = batch()
+    sequence = to_numpy(backbone(x)["sequence_output"])
+    mask = x["padding_mask"][..., None]
+    expected = (sequence * mask).sum(1) / mask.sum(1)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(to_numpy(SentenceEmbedder(backbone)(x)), expected, atol=1e-6)
+    raw = to_numpy(SentenceEmbedder(backbone, normalize=False)(x))
+    np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), expected,
+                               atol=1e-6)
+    # the shortest row alone, unpadded, gives the same vector
+    n = int(x["padding_mask"][2].sum())
+    alone = {k: v[2:, :n] for k, v in x.items()}
+    np.testing.assert_allclose(to_numpy(SentenceEmbedder(backbone)(alone))[0], expected[2],
+                               atol=1e-5)
+
+
+def test_preset_records_the_pooling_recipe(tmp_path):
+    backbone = random_pretrainer().backbone
+    path = SentenceEmbedder(backbone, normalize=False, sequence_length=32).save_to_preset(
+        tmp_path / "p", vocabulary=tiny_vocab())
+    loaded = SentenceEmbedder.from_preset(path)
+    assert (loaded.normalize, loaded.sequence_length) == (False, 32)
+    assert loaded.backbone.config == CONFIG
+    np.testing.assert_allclose(to_numpy(loaded(batch())),
+                               to_numpy(SentenceEmbedder(backbone, normalize=False)(batch())),
+                               atol=0)
+    assert SentenceEmbedder.from_preset(path, normalize=True).normalize
+
+
+def test_docstring_examples():
+    assert BertBackbone  # used by the module's examples
+    result = doctest.testmod(sentence_embedding)
+    assert result.attempted > 0 and result.failed == 0
