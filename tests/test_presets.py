@@ -235,3 +235,36 @@ def test_registry_search_path_and_bad_entry(tmp_path, monkeypatch):
 def test_docstring_examples():
     result = doctest.testmod(presets, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ---- command line and import hygiene ------------------------------------------------------------
+def test_cli_preset_commands(pretrainer_preset, tmp_path, capsys):
+    from keras_bert_lab.cli import main
+
+    model, path = pretrainer_preset
+    assert main(["preset", "list"]) == 0
+    assert "minilm_l6_en_uncased" in capsys.readouterr().out
+    assert main(["preset", "export-hf", str(path), str(tmp_path / "hf")]) == 0
+    assert (tmp_path / "hf" / "model.safetensors").is_file()
+    assert main(["preset", "import-hf", str(tmp_path / "hf"), str(tmp_path / "back")]) == 0
+    assert "task BertPretrainer" in capsys.readouterr().out
+    assert_outputs_close(outputs(BertPretrainer.from_preset(tmp_path / "back"), batch()),
+                         outputs(model, batch()))
+    assert main(["preset", "import-hf", str(tmp_path / "hf"), str(tmp_path / "back")]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert main(["preset", "export-hf", "no_such_preset", str(tmp_path / "x")]) == 2
+    assert "kbl: error: Unknown preset 'no_such_preset'" in capsys.readouterr().err
+    assert main(["preset", "import-google", str(tmp_path), str(tmp_path / "g")]) == 2
+    assert "no TensorFlow checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="TF is loaded anyway")
+def test_importing_presets_and_converters_does_not_import_tensorflow():
+    code = ("import sys, keras_bert_lab, keras_bert_lab.presets, keras_bert_lab.convert.hf_checkpoint,"
+            " keras_bert_lab.convert.google, keras_bert_lab.convert.kerashub,"
+            " keras_bert_lab.tasks.sentence_embedding, keras_bert_lab.cli;"
+            " bad = [m for m in ('tensorflow', 'keras_hub', 'transformers') if m in sys.modules];"
+            " assert not bad, bad")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ))
+    assert result.returncode == 0, result.stderr[-2000:]
