@@ -19,6 +19,8 @@ import json
 import pathlib
 import re
 
+import numpy as np
+
 from keras_bert_lab import presets
 from keras_bert_lab.convert.huggingface import (config_from_hf, config_to_hf, export_hf_weights,
                                                 load_hf_weights)
@@ -101,6 +103,7 @@ def load_hf_checkpoint(directory, heads=None, allow_partial=False, lowercase=Non
     state = checkpoint.state_dict
     if not with_heads:  # a backbone ignores the heads of a BertForPreTraining checkpoint
         state = {k: v for k, v in state.items() if not k.startswith("cls.")}
+    _check_tied_decoder(state, checkpoint.directory)
     report = load_hf_weights(model, state, allow_partial=allow_partial)
     model.preset_info = backbone.preset_info = presets.PresetInfo(
         tuple(checkpoint.vocabulary), {"lowercase": checkpoint.lowercase},
@@ -163,6 +166,21 @@ def export_hf(model, directory, vocabulary=None, lowercase=None, overwrite=False
              "model_max_length": backbone.config.max_positions, **specials}, indent=2) + "\n")
         (tmp / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n")
     return pathlib.Path(directory).absolute()
+
+
+def _check_tied_decoder(state, directory):
+    """Our masked-LM decoder *is* the token embedding (as in BERT); a checkpoint whose decoder
+    was trained apart from it cannot be represented, so say so instead of dropping it."""
+    decoder = state.get("cls.predictions.decoder.weight")
+    if decoder is None:
+        return
+    prefix = "bert." if any(k.startswith("bert.") for k in state) else ""
+    embedding = state.get(f"{prefix}embeddings.word_embeddings.weight")
+    if embedding is not None and (decoder.shape != embedding.shape
+                                  or not np.array_equal(decoder, embedding)):
+        raise PresetError(f"{directory}: cls.predictions.decoder.weight differs from the word "
+                          "embeddings (an untied decoder); our masked-LM head ties them. Load "
+                          "with heads=False to keep only the backbone.")
 
 
 def rename_legacy_keys(state_dict):

@@ -172,6 +172,16 @@ def test_missing_and_unexpected_keys(hf_model, tmp_path):
     assert_outputs_close(got, {k: expected[k] for k in ("sequence_output", "mlm")})
 
 
+def test_untied_decoder_is_refused(hf_model, tmp_path):
+    state = dict(hf_model.state_dict())
+    state["cls.predictions.decoder.weight"] = state["bert.embeddings.word_embeddings.weight"] + 1
+    path = write_hf_dir(tmp_path / "untied", state)
+    with pytest.raises(PresetError, match="untied decoder"):
+        load_hf_checkpoint(path)
+    backbone, _ = load_hf_checkpoint(path, heads=False)
+    assert isinstance(backbone, BertBackbone)
+
+
 def test_vocab_size_mismatch(hf_dir):
     (hf_dir / "vocab.txt").write_text("".join(t + "\n" for t in tiny_vocab()[:250]))
     with pytest.raises(PresetError, match="has 250 tokens but the token embedding has 300 rows"):

@@ -122,8 +122,9 @@ def test_sentence_embedder_with_our_tokenizer(minilm, reference):
     model, tokenizer = reference
     embedder = SentenceEmbedder.from_preset(preset.directory)
     assert embedder.sequence_length == 256 and embedder.normalize
-    ours_ids = embedder.tokenizer(SENTENCES)
-    assert ours_ids == [tokenizer(s, add_special_tokens=False)["input_ids"] for s in SENTENCES]
+    expected_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in SENTENCES]
+    assert embedder.tokenizer(SENTENCES) == expected_ids
+    assert presets.load_tokenizer(NAME)(SENTENCES) == expected_ids  # vocab.txt + casing of the preset
     got = embedder.encode(SENTENCES, batch_size=3)
     expected = reference_outputs(model, hf_inputs(tokenizer, *SENTENCES))["embedding"]
     error = max_abs_diff(got, expected)
