@@ -44,6 +44,18 @@ class BertPacker:
     [101, 7592, 2088, 102, 2129, 2024, 2017, 102]
     >>> out["segment_ids"].tolist(), out["padding_mask"].tolist()
     ([0, 0, 0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1, 1])
+
+    In ``tf.data``, after the tokenizer (batched here; per example works the same):
+
+    >>> import tensorflow as tf
+    >>> from keras_bert_lab.datasets import locate
+    >>> from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(locate("bert_uncased_vocab"))
+    >>> packer = BertPacker.from_tokenizer(tokenizer, sequence_length=8)
+    >>> ds = tf.data.Dataset.from_tensor_slices((["Is it?", "Yes"], ["It is.", "No"])).batch(2)
+    >>> batch = next(iter(ds.map(lambda a, b: packer.pack(tokenizer(a), tokenizer(b)))))
+    >>> batch["token_ids"].numpy().tolist()  # 3 + 3 tokens in 5 places: a tie, B keeps 3 (HF)
+    [[101, 2003, 2009, 102, 2009, 2003, 1012, 102], [101, 2748, 102, 2053, 102, 0, 0, 0]]
     """
 
     def __init__(self, sequence_length, cls_token_id, sep_token_id, pad_token_id,
