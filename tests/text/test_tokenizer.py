@@ -225,3 +225,10 @@ def test_numpy_and_bytes_inputs(tokenizer):
     assert tokenizer(np.array(["hello world"]))[0].numpy().tolist() == tokenizer("hello world")
     assert tokenizer(b"hello") == tokenizer("hello")
     assert tokenizer(["x\ud800y"]) == [tokenizer("xy")]  # lone surrogate: replaced, dropped
+
+
+def test_custom_max_chars_per_word_on_both_paths(vocab_path):
+    tokenizer = WordPieceTokenizer(vocab_path, max_chars_per_word=5)
+    unk = tokenizer.unk_token_id
+    ascii_ids, other_ids = tokenizer(["hello worlds", "héllo wörlds"])
+    assert ascii_ids == [7592, unk] and other_ids == [7592, unk]   # 6 characters: too long
