@@ -160,7 +160,11 @@ def resolve_preset(preset, build=True):
             if not build:
                 raise PresetError(f"Preset {name!r} is not built yet; build it with "
                                   f"`{names[name].get('build', 'kbl preset build ' + name)}`.")
-            build_preset(name)
+            try:
+                build_preset(name)
+            except PresetError:
+                if not built.is_dir():  # else another process built it first: use theirs
+                    raise
         return built
     if os.sep in name or name.startswith(".") or path.suffix or path.exists():
         raise PresetError(f"Preset directory {name!r} does not exist (or is not a directory); "

@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -21,12 +22,19 @@ from tests.convert.helpers import (CONFIG, assert_outputs_close, batch, outputs,
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture()
-def pretrainer_preset(tmp_path):
+@pytest.fixture(scope="module")
+def saved_once(tmp_path_factory):
     model = random_pretrainer()
-    path = model.save_to_preset(tmp_path / "p", vocabulary=tiny_vocab(), source="a test",
-                                license="CC0-1.0")
+    path = model.save_to_preset(tmp_path_factory.mktemp("saved") / "p", vocabulary=tiny_vocab(),
+                                source="a test", license="CC0-1.0")
     return model, path
+
+
+@pytest.fixture()
+def pretrainer_preset(saved_once, tmp_path):
+    """The model and a private copy of its preset (tests may damage it)."""
+    model, path = saved_once
+    return model, pathlib.Path(shutil.copytree(path, tmp_path / "p"))
 
 
 def rewrite(path, name, data):
@@ -119,12 +127,16 @@ def test_preset_saved_here_loads_under_every_other_backend(pretrainer_preset, tm
     expected = outputs(model, batch())
     np.savez(tmp_path / "x.npz", **x)
     (tmp_path / "load.py").write_text(LOAD_ELSEWHERE)
-    for backend in sorted({"tensorflow", "jax", "torch"} - {keras.backend.backend()}):
-        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-        result = subprocess.run([sys.executable, str(tmp_path / "load.py"), str(path),
-                                 str(tmp_path / "x.npz"), str(tmp_path / f"{backend}.npz")],
-                                env=env, cwd=ROOT, capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr[-3000:]
+    others = sorted({"tensorflow", "jax", "torch"} - {keras.backend.backend()})
+    runs = {backend: subprocess.Popen(  # both at once: most of their time is start-up
+        [sys.executable, str(tmp_path / "load.py"), str(path), str(tmp_path / "x.npz"),
+         str(tmp_path / f"{backend}.npz")], cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3"))
+        for backend in others}
+    for backend, run in runs.items():
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, f"{backend}: {err[-3000:]}"
         assert_outputs_close(dict(np.load(tmp_path / f"{backend}.npz")), expected,
                              what=f"under {backend}")
 

@@ -120,8 +120,13 @@ class SentenceEmbedder(keras.Model):
     def tokenizer(self, tokenizer):
         self._tokenizer = tokenizer
 
-    def encode(self, texts, batch_size=32):
-        """Embeddings ``(N, H)`` of a list of strings (tokenized, truncated and padded per batch)."""
+    def encode(self, texts, batch_size=32, length_multiple=16):
+        """Embeddings ``(N, H)`` of a string or a list of strings.
+
+        Texts are tokenized, truncated to ``sequence_length`` and padded per batch to the longest
+        text rounded up to ``length_multiple`` — padding cannot change an embedding, and few
+        distinct shapes mean few compilations (``predict_on_batch`` runs the compiled model).
+        """
         from keras_bert_lab.text.packing import BertPacker
 
         single = isinstance(texts, str)
@@ -131,10 +136,10 @@ class SentenceEmbedder(keras.Model):
         for start in range(0, len(texts), batch_size):
             ids = self.tokenizer(texts[start:start + batch_size])
             batch = packer(ids)
-            # Only as long as the longest text of the batch: padding costs time, not accuracy.
-            length = max(2, int(batch["padding_mask"].sum(axis=1).max()))
+            longest = int(batch["padding_mask"].sum(axis=1).max())
+            length = min(self.sequence_length, -(-longest // length_multiple) * length_multiple)
             batch = {k: np.asarray(v)[:, :length] for k, v in batch.items()}
-            out.append(ops.convert_to_numpy(self(batch)))
+            out.append(np.asarray(self.predict_on_batch(batch)))
         vectors = np.concatenate(out) if out else np.zeros((0, self.backbone.config.hidden_size))
         return vectors[0] if single else vectors
 
