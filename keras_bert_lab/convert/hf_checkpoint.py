@@ -132,7 +132,9 @@ def export_hf(model, directory, vocabulary=None, lowercase=None, overwrite=False
     The directory gets ``config.json``, ``model.safetensors``, ``vocab.txt``,
     ``tokenizer_config.json`` and ``special_tokens_map.json``: ``transformers.BertModel`` (or
     ``BertForPreTraining`` for a pretrainer) and ``BertTokenizerFast`` load it with
-    ``from_pretrained``. A backbone is written as ``BertModel`` (no ``bert.`` prefix).
+    ``from_pretrained``. A backbone is written as ``BertModel`` (no ``bert.`` prefix). A model
+    with a sentence-embedding recipe (e.g. from a sentence-transformers import) also gets
+    ``modules.json`` and ``1_Pooling/config.json``, so the recipe survives the round trip.
     """
     if isinstance(model, (str, pathlib.PurePath)):
         model = presets.load_model(model)
@@ -165,7 +167,31 @@ def export_hf(model, directory, vocabulary=None, lowercase=None, overwrite=False
             {"tokenizer_class": "BertTokenizer", "do_lower_case": bool(lowercase),
              "model_max_length": backbone.config.max_positions, **specials}, indent=2) + "\n")
         (tmp / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n")
+        recipe = info.sentence_embedding if info else None
+        if recipe and recipe.get("pooling") == "mean":
+            _write_sentence_transformers_files(tmp, recipe, backbone.config.hidden_size)
     return pathlib.Path(directory).absolute()
+
+
+def _write_sentence_transformers_files(directory, recipe, hidden_size):
+    """modules.json + 1_Pooling/config.json (+ max length): the pooling recipe, as
+    sentence-transformers writes it, so that the exported directory is again a sentence model."""
+    modules = [{"idx": 0, "name": "0", "path": "",
+                "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling",
+                "type": "sentence_transformers.models.Pooling"}]
+    if recipe.get("normalize"):
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                        "type": "sentence_transformers.models.Normalize"})
+    (directory / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")
+    (directory / "1_Pooling").mkdir()
+    (directory / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": hidden_size, "pooling_mode_cls_token": False,
+         "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
+         "pooling_mode_mean_sqrt_len_tokens": False}, indent=2) + "\n")
+    if recipe.get("sequence_length"):
+        (directory / "sentence_bert_config.json").write_text(json.dumps(
+            {"max_seq_length": int(recipe["sequence_length"]), "do_lower_case": False}) + "\n")
 
 
 def _check_tied_decoder(state, directory):

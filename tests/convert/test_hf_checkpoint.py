@@ -92,6 +92,23 @@ def test_backbone_exports_as_bert_model(tmp_path):
     assert isinstance(back, BertBackbone) and back.preset_info.tokenizer == {"lowercase": False}
 
 
+def test_sentence_embedding_recipe_survives_export(tmp_path):
+    from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder
+
+    backbone = random_pretrainer().backbone
+    preset = SentenceEmbedder(backbone, sequence_length=48).save_to_preset(
+        tmp_path / "p", vocabulary=tiny_vocab())
+    out = export_hf(preset, tmp_path / "hf")
+    modules = json.loads((out / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == ["Transformer", "Pooling",
+                                                              "Normalize"]
+    assert json.loads((out / "1_Pooling" / "config.json").read_text())[
+        "pooling_mode_mean_tokens"]
+    back, _ = load_hf_checkpoint(out)
+    assert back.preset_info.sentence_embedding == {"pooling": "mean", "normalize": True,
+                                                   "sequence_length": 48}
+
+
 @pytest.mark.parametrize("layout", ["pretraining_safetensors", "pretraining_bin", "bert_model",
                                     "legacy_gamma_beta_bin"])
 def test_hf_layouts_match_transformers(hf_model, tmp_path, layout):
