@@ -13,7 +13,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone
+from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
 
 
 def mean_pool(sequence_output, padding_mask):
