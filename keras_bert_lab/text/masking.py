@@ -13,8 +13,9 @@ google-research/bert drew the masks once, when writing the data (``dupe_factor``
 different masks). RoBERTa (Liu et al. 2019, §4.1) showed that drawing them afresh every time a
 sequence is fed — *dynamic masking* — is as good or better and needs no duplicated data; that is
 what this module does, inside ``tf.data``. Randomness is *stateless*: every batch's masks are a pure
-function of ``(seed, batch index)``, so a fixed seed reproduces a stream exactly, while a sequence
-seen again in a later epoch (at a later batch index) gets new masks.
+function of ``(seed, batch index)`` (the pretraining stream masks chunks of a few batches at once
+and uses the chunk index), so a fixed seed reproduces a stream exactly, while a sequence seen again
+in a later epoch (at a later index) gets new masks.
 
 *Whole-word masking* (google-research/bert, May 2019 release) selects whole words: all WordPiece
 pieces of a word (a first piece and its ``##`` continuations) are selected together, never some of

@@ -85,6 +85,7 @@ INSTANCE_FIELDS = ("a_start", "a_end", "b_start", "b_end", "next_sentence_label"
 _STREAM_FIELDS = ("a_start", "a_end", "b_start", "b_end", "next_sentence_label")
 FEATURE_NAMES = ("token_ids", "segment_ids", "padding_mask", "mask_positions")
 _LARGE_CORPUS_TOKENS = 200_000_000
+_CHUNK_ROWS = 512  # rows packed and masked at once in the stream
 
 
 # ---- 1. tokenized corpus --------------------------------------------------------------------
@@ -390,20 +391,22 @@ class _Assembler:
         return out
 
 
-def _instance_batches(corpus, batch_size, drop_remainder, num_epochs, **instance_kwargs):
-    """Generator of instance batches (dicts of [batch] int64), epochs joined without a gap."""
-    epoch, carry = 0, None
+def _instance_chunks(corpus, chunk_size, batch_size, drop_remainder, num_epochs,
+                     **instance_kwargs):
+    """Generator of instance rows (dicts of [chunk_size] int64), epochs joined without a gap."""
+    epoch, carry = 0, np.zeros([0, len(_STREAM_FIELDS)], np.int64)
     while num_epochs is None or epoch < num_epochs:
         columns = create_instances(corpus, epoch=epoch, **instance_kwargs)
         table = np.stack([columns[name].astype(np.int64) for name in _STREAM_FIELDS], axis=1)
-        if carry is not None:
-            table = np.concatenate([carry, table])
-        full = len(table) - len(table) % batch_size
-        for i in range(0, full, batch_size):
-            yield {name: table[i:i + batch_size, k] for k, name in enumerate(_STREAM_FIELDS)}
+        table = np.concatenate([carry, table])
+        full = len(table) - len(table) % chunk_size
+        for i in range(0, full, chunk_size):
+            yield {name: table[i:i + chunk_size, k] for k, name in enumerate(_STREAM_FIELDS)}
         carry = table[full:]
         epoch += 1
-    if carry is not None and len(carry) and not drop_remainder:
+    if drop_remainder:
+        carry = carry[:len(carry) - len(carry) % batch_size]
+    if len(carry):
         yield {name: carry[:, k] for k, name in enumerate(_STREAM_FIELDS)}
 
 
@@ -479,11 +482,13 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, max_seq_length=128,
     if drop_remainder and num_epochs is not None and len(first["a_start"]) * num_epochs < batch_size:
         raise DataError(f"{num_epochs} epoch(s) of this corpus give {len(first['a_start'])} "
                         f"instances each, not one full batch of {batch_size}.")
+    # Rows are packed and masked in chunks of several batches (fewer, larger TensorFlow ops),
+    # then cut into batches; chunk i is masked with the stateless seed (seed, i).
+    chunk_size = batch_size * max(1, _CHUNK_ROWS // batch_size)
     rows = tf.data.Dataset.from_generator(
-        lambda: _instance_batches(tokenized, batch_size, drop_remainder, num_epochs,
-                                  **instance_kwargs),
-        output_signature={name: tf.TensorSpec([batch_size if drop_remainder else None], tf.int64)
-                          for name in _STREAM_FIELDS})
+        lambda: _instance_chunks(tokenized, chunk_size, batch_size, drop_remainder, num_epochs,
+                                 **instance_kwargs),
+        output_signature={name: tf.TensorSpec([None], tf.int64) for name in _STREAM_FIELDS})
     assemble = _Assembler(tokenized, BertPacker.from_tokenizer(tokenizer, max_seq_length,
                                                                truncation="longest_first_google"),
                           next_sentence)
@@ -494,8 +499,8 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, max_seq_length=128,
         out.update(masker(out["token_ids"], out["padding_mask"], tf.stack([seed_tensor, index])))
         return out if output == "dict" else to_fit_inputs(out, next_sentence)
 
-    return rows.enumerate().map(build, num_parallel_calls=tf.data.AUTOTUNE,
-                                deterministic=True).prefetch(tf.data.AUTOTUNE)
+    ds = rows.enumerate().map(build, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.rebatch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
 # ---- static mode: sharded TFRecords ---------------------------------------------------------
