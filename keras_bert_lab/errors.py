@@ -26,5 +26,9 @@ class DataError(KblError, ValueError):
     """A corpus, vocabulary or labelled data file that cannot be used as given."""
 
 
+class TrainingError(KblError, RuntimeError):
+    """A training run that cannot start or cannot continue (names the reason and the way out)."""
+
+
 class MissingPackageError(KblError, ImportError):
     """Optional data or weights that live in a registry package which is not installed."""

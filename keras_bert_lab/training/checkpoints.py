@@ -97,8 +97,10 @@ def restore_checkpoint(model, path):
 class TrainingCheckpoint(keras.callbacks.Callback):
     """Save every ``every_steps`` optimizer steps, and on SIGINT/SIGTERM (then stop training).
 
-    ``extra_state`` is an optional callable returning a JSON-able dict stored with each
-    checkpoint (e.g. the data stream position). The step is the optimizer's iteration count.
+    A non-finite loss stops training without saving, so the newest checkpoint is the last good
+    state; ``stopped_because`` then says at which step and where that checkpoint is (it also
+    names the signal after an interruption). ``extra_state`` is an optional callable returning a
+    JSON-able dict stored with each checkpoint. The step is the optimizer's iteration count.
 
     Example:
     >>> callback = TrainingCheckpoint("/tmp/run/checkpoints", every_steps=500, keep=3)
@@ -113,6 +115,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.extra_state = extra_state
         self.handle_signals = handle_signals
         self.interrupted = None
+        self.stopped_because = None
         self._previous_handlers = {}
         self.last_saved_step = None
 
@@ -138,10 +141,21 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = self._step()
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            found = list_checkpoints(self.directory)
+            self.stopped_because = (
+                f"the loss became {float(loss)} at step {step}; stopped without saving. The last "
+                f"good checkpoint is {found[-1] if found else '(none yet)'}: lower the learning "
+                "rate or use float32, then resume from it.")
+            self.model.stop_training = True
+            return
         if self.interrupted or (self.every_steps and step % self.every_steps == 0):
             if step != self.last_saved_step:
                 self.save()
         if self.interrupted:
+            self.stopped_because = (f"interrupted by {self.interrupted} at step {step}; "
+                                    f"checkpoint saved in {self.directory}: resume with --resume.")
             self.model.stop_training = True
 
     def on_train_end(self, logs=None):
