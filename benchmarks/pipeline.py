@@ -65,20 +65,10 @@ def own_seconds():
 
 
 def wikitext_documents(limit):
-    """WikiText-2 train as documents of paragraphs: a title line starts one, headings dropped."""
-    from keras_bert_lab import datasets
-    from keras_bert_lab.text.corpora import _HEADING, _TITLE
+    """WikiText-2 train as documents of paragraphs (title lines start one, headings dropped)."""
+    from keras_bert_lab.text.corpora import read_documents
 
-    documents = []
-    lines = datasets.load("wikitext2", "train")
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        if _TITLE.match(line) and not lines[i - 1].strip() and not lines[i + 1].strip():
-            documents.append([])
-        elif not _HEADING.match(line) and documents:
-            documents[-1].append(line.strip())
-    return documents[:limit]
+    return list(read_documents("wikitext2", split=False))[:limit]
 
 
 # ---- ours -----------------------------------------------------------------------------------
@@ -154,7 +144,8 @@ def make_hf(documents, return_tensors):
         # run_mlm.py's group_texts: concatenate every column, cut into blocks of LENGTH.
         flat = [t for row in ids for t in row]
         flat_special = [t for row in special for t in row]
-        blocks = [{"input_ids": flat[i:i + LENGTH], "special_tokens_mask": flat_special[i:i + LENGTH]}
+        blocks = [{"input_ids": flat[i:i + LENGTH],
+                   "special_tokens_mask": flat_special[i:i + LENGTH]}
                   for i in range(0, len(flat) - LENGTH + 1, LENGTH)]
         state["blocks"] = blocks
         return collate(blocks)

@@ -348,7 +348,8 @@ class _Reader:
 
     def __init__(self, format, text_field, max_sentence_chars, split, stats):
         if format not in FORMATS:
-            raise DataError(f"Unknown corpus format {format!r}; choose one of {', '.join(FORMATS)}.")
+            raise DataError(f"Unknown corpus format {format!r}; choose one of "
+                            f"{', '.join(FORMATS)}.")
         self.format, self.text_field = format, text_field
         self.max_sentence_chars, self.split, self.stats = max_sentence_chars, split, stats
 

@@ -73,7 +73,8 @@ class MaskedLMMasker:
     >>> out["mask_positions"].numpy(), out["mask_weights"].numpy()   # round(8 × 0.15) = 1
     (array([[2, 0, 0, 0]], dtype=int32), array([[1., 0., 0., 0.]], dtype=float32))
     >>> out["mask_ids"].numpy(), out["token_ids"].numpy()            # 51 → [MASK]
-    (array([[51,  0,  0,  0]], dtype=int32), array([[ 2, 50,  4, 52, 53, 54, 55, 56, 57,  3,  0,  0]], dtype=int32))
+    (array([[51,  0,  0,  0]], dtype=int32),
+     array([[ 2, 50,  4, 52, 53, 54, 55, 56, 57,  3,  0,  0]], dtype=int32))
     """
 
     def __init__(self, vocabulary_size, mask_token_id, unselectable_token_ids=(), *,

@@ -61,7 +61,8 @@ Example:
 >>> ds = pretraining_dataset("wikitext2:valid", tokenizer, batch_size=8, max_seq_length=64)
 >>> features, labels, weights = next(iter(ds))
 >>> sorted(features), features["token_ids"].shape, labels["mlm"].shape
-(['mask_positions', 'padding_mask', 'segment_ids', 'token_ids'], TensorShape([8, 64]), TensorShape([8, 20]))
+(['mask_positions', 'padding_mask', 'segment_ids', 'token_ids'], TensorShape([8, 64]),
+ TensorShape([8, 20]))
 """
 
 import dataclasses
@@ -391,12 +392,13 @@ class _Assembler:
         return out
 
 
-def _instance_chunks(corpus, chunk_size, batch_size, drop_remainder, num_epochs,
+def _instance_chunks(corpus, chunk_size, batch_size, drop_remainder, num_epochs, first_epoch=None,
                      **instance_kwargs):
     """Generator of instance rows (dicts of [chunk_size] int64), epochs joined without a gap."""
     epoch, carry = 0, np.zeros([0, len(_STREAM_FIELDS)], np.int64)
     while num_epochs is None or epoch < num_epochs:
-        columns = create_instances(corpus, epoch=epoch, **instance_kwargs)
+        columns = first_epoch if epoch == 0 and first_epoch is not None else create_instances(
+            corpus, epoch=epoch, **instance_kwargs)
         table = np.stack([columns[name].astype(np.int64) for name in _STREAM_FIELDS], axis=1)
         table = np.concatenate([carry, table])
         full = len(table) - len(table) % chunk_size
@@ -479,15 +481,16 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, max_seq_length=128,
                            short_seq_scope=short_seq_scope,
                            balance_next_sentence=balance_next_sentence)
     first = create_instances(tokenized, **instance_kwargs)  # validates early, with a clear error
-    if drop_remainder and num_epochs is not None and len(first["a_start"]) * num_epochs < batch_size:
-        raise DataError(f"{num_epochs} epoch(s) of this corpus give {len(first['a_start'])} "
+    per_epoch = len(first["a_start"])
+    if drop_remainder and num_epochs is not None and per_epoch * num_epochs < batch_size:
+        raise DataError(f"{num_epochs} epoch(s) of this corpus give {per_epoch} "
                         f"instances each, not one full batch of {batch_size}.")
     # Rows are packed and masked in chunks of several batches (fewer, larger TensorFlow ops),
     # then cut into batches; chunk i is masked with the stateless seed (seed, i).
     chunk_size = batch_size * max(1, _CHUNK_ROWS // batch_size)
     rows = tf.data.Dataset.from_generator(
         lambda: _instance_chunks(tokenized, chunk_size, batch_size, drop_remainder, num_epochs,
-                                 **instance_kwargs),
+                                 first_epoch=first, **instance_kwargs),
         output_signature={name: tf.TensorSpec([None], tf.int64) for name in _STREAM_FIELDS})
     assemble = _Assembler(tokenized, BertPacker.from_tokenizer(tokenizer, max_seq_length,
                                                                truncation="longest_first_google"),

@@ -1,4 +1,4 @@
-"""Next-sentence instances, the tf.data pretraining stream, static TFRecords, and BertPretrainer.fit.
+"""Next-sentence instances, the tf.data pretraining stream, static TFRecords, BertPretrainer.fit.
 
 Statistics use fixed seeds over ≥ 10,000 instances. Tolerances: NSP labels 50 % ± 2 pt; short
 targets 10 % ± 2 pt (σ ≈ 0.3 pt at this size); front/back trimming 50 % ± 2 pt.
