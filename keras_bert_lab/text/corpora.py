@@ -258,6 +258,7 @@ class _DocumentBuilder:
         return document
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TITLE = re.compile(r"^ ?= (?!=)(.*\S) = ?$")
 _HEADING = re.compile(r"^ ?=(?: =)+ .*?(?:= )*= ?$")
 
@@ -460,6 +461,9 @@ class _Reader:
                 if not isinstance(text, str):
                     self.stats.bad_records += 1
                     continue
+                if _SURROGATE.search(text):  # "\ud800" escapes: not encodable as UTF-8
+                    text = _SURROGATE.sub("\ufffd", text)
+                    self.stats.repaired_lines += 1
                 yield text
 
         return self._documents_from_texts(texts())

@@ -147,7 +147,8 @@ class TokenizedCorpus:
         per_document = np.fromiter((len(d) for d in documents), np.int64, len(documents))
         values, lengths = [], []
         for i in range(0, len(sentences), batch_size):
-            ids = tokenizer.tokenize(tf.constant(sentences[i:i + batch_size], tf.string))
+            batch = [s.encode("utf-8", "replace") for s in sentences[i:i + batch_size]]
+            ids = tokenizer.tokenize(tf.constant(batch, tf.string))
             values.append(ids.flat_values.numpy().astype(np.int32, copy=False))
             lengths.append(ids.row_lengths().numpy())
         token_ids = np.concatenate(values) if values else np.zeros([0], np.int32)

@@ -148,7 +148,8 @@ def test_bad_input_is_repaired_or_skipped_with_counts(tmp_path, caplog):
     write(tmp_path / "04_bad_utf8.txt", b"Caf\xe9 is open. Good.\n\nNext \xff\xfe doc.\n")
     write(tmp_path / "05_long.txt", ("word " * 30000).strip() + ".\n\nShort doc.\n")
     write(tmp_path / "06_one.txt", "Just one sentence.\n")
-    write(tmp_path / "07_bad.jsonl", '{"text": "Fine doc."}\nnot json\n{"other": 1}\n[1, 2]\n')
+    write(tmp_path / "07_bad.jsonl", '{"text": "Fine doc."}\nnot json\n{"other": 1}\n[1, 2]\n'
+                                     '{"text": "Lone \\ud800 surrogate."}\n')
     write(tmp_path / "08_broken.gz", b"\x1f\x8b\x08\x00 truncated")
     write(tmp_path / "09_crlf_bom.txt", b"\xef\xbb\xbfWindows line.\r\nSecond.\r\n")
     with caplog.at_level(logging.WARNING, logger="keras_bert_lab.text.corpora"):
@@ -156,7 +157,7 @@ def test_bad_input_is_repaired_or_skipped_with_counts(tmp_path, caplog):
     s = corpus.stats
     assert s.files == 9 and s.empty_files == 2
     assert {p.split("/")[-1] for p, _ in s.skipped_files} == {"03_binary.bin", "08_broken.gz"}
-    assert s.repaired_lines == 2 and s.bad_records == 3 and s.long_sentences_cut == 1
+    assert s.repaired_lines == 3 and s.bad_records == 3 and s.long_sentences_cut == 1
     docs = corpus.documents
     assert ["Caf\ufffd is open.", "Good."] in docs and ["Next \ufffd\ufffd doc."] in docs
     long_doc = next(d for d in docs if d[0].startswith("word word"))
@@ -164,8 +165,9 @@ def test_bad_input_is_repaired_or_skipped_with_counts(tmp_path, caplog):
     assert max(len(x) for x in long_doc) <= corpora.DEFAULT_MAX_SENTENCE_CHARS
     assert sum(len(x.split()) for x in long_doc) == 30000  # cut, not lost
     assert ["Just one sentence."] in docs and ["Fine doc."] in docs
+    assert ["Lone \ufffd surrogate."] in docs
     assert ["Windows line.", "Second."] in docs
-    assert s.one_sentence_documents == 4  # "Next .. doc.", "Short doc.", "Just one ..", "Fine doc."
+    assert s.one_sentence_documents == 5  # Next .. doc., Short doc., Just one .., Fine/Lone ..
     log = caplog.text
     for needle in ("01_empty.txt is empty", "Skipped", "03_binary.bin", "08_broken.gz",
                    "not UTF-8", "skipped 3 records"):
