@@ -280,3 +280,15 @@ def test_importing_presets_and_converters_does_not_import_tensorflow():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ))
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_tokenizer_from_preset_matches_the_named_preset_vocabulary():
+    from keras_bert_lab import presets
+    from keras_bert_lab.datasets import locate
+    from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+
+    path = presets.resolve_preset("minilm_l6_en_uncased")
+    tokenizer = WordPieceTokenizer.from_preset(path)
+    reference = WordPieceTokenizer(locate("bert_uncased_vocab"))
+    assert tokenizer.lowercase and tokenizer.vocabulary == reference.vocabulary
+    assert tokenizer.tokenize("Hello, Ångström!") == reference.tokenize("Hello, Ångström!")

@@ -317,6 +317,13 @@ class WordPieceTokenizer:
     def from_config(cls, config):
         return cls(**config)
 
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """The tokenizer of a preset (a directory or a name): its vocabulary and casing."""
+        from keras_bert_lab.presets import load_tokenizer
+
+        return load_tokenizer(preset, **kwargs)
+
     def save_vocabulary(self, path):
         """Write the vocabulary as ``vocab.txt`` (one token per line) and return the path."""
         with open(path, "w", encoding="utf-8", newline="\n") as f:
