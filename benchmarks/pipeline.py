@@ -38,8 +38,8 @@ import statistics
 import sys
 import time
 
-# benchmarks/tokenize.py would shadow the standard library's `tokenize`: take this folder off the
-# path and put the repository root on it instead.
+# Run as a script: this folder off the path (no sibling may shadow a standard-library module),
+# the repository root on it.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))

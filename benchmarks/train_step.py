@@ -63,8 +63,8 @@ Usage::
 import os
 import sys
 
-# Run as a script, Python puts benchmarks/ first on sys.path, where a sibling module can shadow the
-# standard library (a benchmarks/tokenize.py breaks linecache/traceback): drop it before importing.
+# Run as a script, Python puts benchmarks/ first on sys.path, where a sibling module could shadow
+# the standard library: drop it before importing.
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     sys.path.pop(0)
 

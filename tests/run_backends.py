@@ -23,7 +23,10 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows, totals, failed = [], {}, False
     for backend in args.backends:
+        # PASSIVE: torch's OpenMP threads otherwise spin while waiting, which slows every step
+        # 5-15x as soon as another process (a subprocess of a test, say) wants a core.
         env = dict(os.environ, KERAS_BACKEND=backend)
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         print(f"\n===== KERAS_BACKEND={backend} =====", flush=True)
         start = time.time()
         proc = subprocess.Popen(

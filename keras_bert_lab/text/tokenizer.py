@@ -15,7 +15,7 @@ paragraphs) skip the table: ``tf.strings.lower`` and the WordPiece op's own spli
 ASCII are exactly BERT's. The result is identical, id for id and offset for offset, to Hugging
 Face's ``BertTokenizerFast`` with the same vocabulary and casing (tests check every Unicode code
 point and every WikiText-2 valid/test paragraph), at several times its speed inside ``tf.data``
-(``benchmarks/tokenize.py``).
+(``benchmarks/tokenization.py``).
 
 Shapes: a scalar string gives a 1-D ``tf.Tensor`` of ids, a batch ``[B]`` of strings a
 ``tf.RaggedTensor`` ``[B, (T)]``; Python strings and lists give Python lists.

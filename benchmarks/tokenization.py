@@ -31,16 +31,16 @@ read from ``/proc/stat`` (column "other%"): a high value means the figure is con
 
 Usage::
 
-    .venv/bin/python benchmarks/tokenize.py               # ≈ 1 min on 2 cores
-    .venv/bin/python benchmarks/tokenize.py --pairs
-    .venv/bin/python benchmarks/tokenize.py --paragraphs 2000 --repeats 1   # smoke test
+    .venv/bin/python benchmarks/tokenization.py               # ≈ 1 min on 2 cores
+    .venv/bin/python benchmarks/tokenization.py --pairs
+    .venv/bin/python benchmarks/tokenization.py --paragraphs 2000 --repeats 1   # smoke test
 """
 
 import os
 import sys
 
-# This file is called tokenize.py: take its folder off the path before anything imports the
-# standard library's `tokenize` (linecache does), and put the repository root on it instead.
+# Run as a script: this folder off the path (no sibling may shadow a standard-library module),
+# the repository root on it.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
