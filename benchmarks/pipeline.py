@@ -43,25 +43,12 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
+
+from benchmarks.machine import cpu_jiffies, own_seconds  # noqa: E402
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 BATCH, LENGTH = 32, 128
-
-
-def cpu_jiffies():
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields[:8]) - idle, sum(fields[:8])
-
-
-def own_seconds():
-    t = os.times()
-    return t.user + t.system
 
 
 def wikitext_documents(limit):

@@ -45,6 +45,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
+from benchmarks.machine import cpu_jiffies, own_seconds  # noqa: E402
+
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -53,22 +55,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 KEYS = (("token_ids", "input_ids"), ("segment_ids", "token_type_ids"),
         ("padding_mask", "attention_mask"))
-
-
-def cpu_jiffies():
-    """(busy, total) jiffies of the whole machine from /proc/stat; None where unavailable."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields[:8]) - idle, sum(fields[:8])
-
-
-def own_seconds():
-    t = os.times()
-    return t.user + t.system
 
 
 def make_ours(texts, pairs, length, batch):

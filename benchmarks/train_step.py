@@ -67,6 +67,7 @@ import sys
 # the standard library: drop it before importing.
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     sys.path.pop(0)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -74,6 +75,8 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+
+from benchmarks.machine import cpu_jiffies  # noqa: E402
 
 MARK = "@@TRAIN_STEP@@ "
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -132,17 +135,6 @@ def make_batch(batch, seq_len, masks, seed=0):
 def emit(obj):
     sys.stdout.write(MARK + json.dumps(obj) + "\n")
     sys.stdout.flush()
-
-
-def cpu_ticks():
-    """(busy, total) jiffies of the whole machine from /proc/stat; None where unavailable."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields[:8]) - idle, sum(fields[:8])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -392,11 +384,11 @@ class Worker:
 
     def run(self, steps, seconds):
         """``steps`` timed steps, or (steps None) as many as fill ``seconds``, at least 2."""
-        ticks0, t0 = cpu_ticks(), time.perf_counter()
+        ticks0, t0 = cpu_jiffies(), time.perf_counter()
         self.proc.stdin.write(f"run {steps}\n" if steps else f"time {seconds}\n")
         self.proc.stdin.flush()
         msg = self.read()
-        wall, ticks1 = time.perf_counter() - t0, cpu_ticks()
+        wall, ticks1 = time.perf_counter() - t0, cpu_jiffies()
         if msg is None:
             self.error = f"worker died during a run (rc={self.proc.wait()})"
             self.close()

@@ -462,6 +462,23 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
     return pathlib.Path(directory).expanduser().absolute()
 
 
+def export_inputs(model, vocabulary=None):
+    """What an exporter needs: ``(model, backbone, preset_info, tokens)`` from a model or a preset
+    path, and a vocabulary (path, list or tokenizer; default: the loaded preset's), size-checked."""
+    if isinstance(model, (str, pathlib.PurePath)):
+        model = load_model(model)
+    backbone = _backbone_of(model)
+    info = getattr(model, "preset_info", None) or getattr(backbone, "preset_info", None)
+    tokens = coerce_vocabulary(vocabulary)
+    if tokens is None:
+        if info is None:
+            raise PresetError("Exporting needs the vocabulary: pass vocabulary=<vocab.txt path, "
+                              "token list or tokenizer>.")
+        tokens = list(info.vocabulary)
+    check_vocabulary(tokens, backbone.config, where="vocabulary")
+    return model, backbone, info, tokens
+
+
 def check_vocabulary(tokens, config, where):
     if len(tokens) != config.vocab_size:
         raise PresetError(f"The {where} has {len(tokens)} tokens but the token embedding has "

@@ -136,17 +136,7 @@ def export_hf(model, directory, vocabulary=None, lowercase=None, overwrite=False
     with a sentence-embedding recipe (e.g. from a sentence-transformers import) also gets
     ``modules.json`` and ``1_Pooling/config.json``, so the recipe survives the round trip.
     """
-    if isinstance(model, (str, pathlib.PurePath)):
-        model = presets.load_model(model)
-    backbone = presets._backbone_of(model)
-    info = getattr(model, "preset_info", None) or getattr(backbone, "preset_info", None)
-    tokens = presets.coerce_vocabulary(vocabulary)
-    if tokens is None:
-        if info is None:
-            raise PresetError("Exporting needs the vocabulary: pass vocabulary=<vocab.txt path, "
-                              "token list or tokenizer>.")
-        tokens = list(info.vocabulary)
-    presets.check_vocabulary(tokens, backbone.config, where="vocabulary")
+    model, backbone, info, tokens = presets.export_inputs(model, vocabulary)
     if lowercase is None:
         lowercase = info.tokenizer.get("lowercase") if info else None
     if lowercase is None:

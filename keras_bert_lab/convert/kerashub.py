@@ -171,17 +171,7 @@ def export_keras_hub(model, directory, vocabulary=None, lowercase=None, overwrit
     import keras
     import keras_hub
 
-    if isinstance(model, (str, pathlib.PurePath)):
-        model = presets.load_model(model)
-    backbone = presets._backbone_of(model)
-    info = getattr(model, "preset_info", None) or getattr(backbone, "preset_info", None)
-    tokens = presets.coerce_vocabulary(vocabulary)
-    if tokens is None:
-        if info is None:
-            raise PresetError("Exporting needs the vocabulary: pass vocabulary=<vocab.txt path, "
-                              "token list or tokenizer>.")
-        tokens = list(info.vocabulary)
-    presets.check_vocabulary(tokens, backbone.config, where="vocabulary")
+    model, backbone, info, tokens = presets.export_inputs(model, vocabulary)
     if lowercase is None:
         lowercase = info.tokenizer.get("lowercase") if info else presets.guess_lowercase(tokens)
     kh = keras_hub.models.BertBackbone(**config_to_keras_hub(backbone.config))

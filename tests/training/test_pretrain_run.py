@@ -1,6 +1,5 @@
 """`kbl pretrain` end to end on a small corpus: outputs, exact resume after SIGTERM, refusals."""
 
-import json
 import os
 import signal
 
