@@ -69,8 +69,8 @@ def _demo(args):
 
     _models(argparse.Namespace(build=[]))
     settings = pretrain.PretrainSettings(
-        size=args.size, steps=args.steps, eval_every=max(1, args.steps // 4), eval_batches=10,
-        checkpoint_every=max(1, args.steps // 4), log_every=10)
+        size=args.size, steps=args.steps, eval_every=max(1, args.steps // 3), eval_batches=10,
+        checkpoint_every=max(1, args.steps // 3), log_every=10)
     print(f"\nPretraining BERT-{args.size} on WikiText-2 for {args.steps} steps "
           f"(batch {settings.batch_size} × {settings.seq_len} tokens) into {args.out} …")
     metrics = pretrain.run(settings, args.out, overwrite=True, verbose=2)
