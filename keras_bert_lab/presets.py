@@ -425,15 +425,7 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
 
     import keras_bert_lab
 
-    backbone = _backbone_of(model)
-    info = getattr(model, "preset_info", None) or getattr(backbone, "preset_info", None)
-    tokens = coerce_vocabulary(vocabulary)
-    if tokens is None:
-        if info is None:
-            raise PresetError("A preset needs its vocabulary: pass vocabulary=<vocab.txt path, "
-                              "token list or tokenizer>.")
-        tokens = list(info.vocabulary)
-    check_vocabulary(tokens, backbone.config, where="vocabulary")
+    backbone, info, tokens = _vocabulary_for(model, vocabulary, "A preset needs its vocabulary")
     tokenizer = dict(info.tokenizer) if info else {}
     if lowercase is not None:
         tokenizer["lowercase"] = bool(lowercase)
@@ -467,16 +459,23 @@ def export_inputs(model, vocabulary=None):
     path, and a vocabulary (path, list or tokenizer; default: the loaded preset's), size-checked."""
     if isinstance(model, (str, pathlib.PurePath)):
         model = load_model(model)
+    backbone, info, tokens = _vocabulary_for(model, vocabulary, "Exporting needs the vocabulary")
+    return model, backbone, info, tokens
+
+
+def _vocabulary_for(model, vocabulary, need):
+    """``(backbone, preset_info, tokens)``: the given vocabulary, else the loaded preset's, checked
+    against the embedding size; ``need`` starts the error when there is neither."""
     backbone = _backbone_of(model)
     info = getattr(model, "preset_info", None) or getattr(backbone, "preset_info", None)
     tokens = coerce_vocabulary(vocabulary)
     if tokens is None:
         if info is None:
-            raise PresetError("Exporting needs the vocabulary: pass vocabulary=<vocab.txt path, "
-                              "token list or tokenizer>.")
+            raise PresetError(f"{need}: pass vocabulary=<vocab.txt path, token list or "
+                              "tokenizer>.")
         tokens = list(info.vocabulary)
     check_vocabulary(tokens, backbone.config, where="vocabulary")
-    return model, backbone, info, tokens
+    return backbone, info, tokens
 
 
 def check_vocabulary(tokens, config, where):
