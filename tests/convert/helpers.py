@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
+from tests.conftest import padded_pair_batch
 
 TOLERANCE = 1e-5
 # Small but not degenerate: 3 layers, 4 heads (the head split is exercised), a short vocab.
@@ -20,17 +21,8 @@ def tiny_vocab(size=CONFIG.vocab_size):
 
 def batch(vocab_size=CONFIG.vocab_size, seed=0):
     """A padded batch of sentence pairs with the tiny vocab's [CLS]=5 and [SEP]=6."""
-    rng = np.random.default_rng(seed)
-    lengths, firsts = (14, 9, 5), (6, 3, 2)
-    token_ids = np.zeros((3, 14), "int32")
-    segment_ids = np.zeros((3, 14), "int32")
-    padding_mask = np.zeros((3, 14), "int32")
-    for row, (n, a) in enumerate(zip(lengths, firsts)):
-        token_ids[row, :n] = rng.integers(8, vocab_size, size=n)
-        token_ids[row, 0], token_ids[row, a + 1], token_ids[row, n - 1] = 5, 6, 6
-        segment_ids[row, a + 2:n] = 1
-        padding_mask[row, :n] = 1
-    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+    return padded_pair_batch(vocab_size, lengths=(14, 9, 5), first_lengths=(6, 3, 2), seed=seed,
+                             cls_id=5, sep_id=6, first_word_id=8)
 
 
 def randomize(model, seed=0):
