@@ -351,24 +351,32 @@ def read_weights(path):
     return out
 
 
-def load_weights(model, path, allow_partial=False):
+def load_weights(model, path, allow_partial=False, load_heads=True):
     """Load a preset weights file into ``model`` (a backbone or a task).
 
     The backbone's variables are matched strictly by name: a shape difference always raises,
     naming the first mismatching tensor (in model order) and both shapes; missing or unexpected
     backbone tensors raise with both lists unless ``allow_partial=True``, which loads what matches
-    and warns with the rest. Head (``task/``) tensors are loaded when the file has them; heads it
-    lacks stay freshly initialised, and heads of other tasks in the file are ignored.
+    and warns with the rest. Head (``task/``) tensors are loaded when ``load_heads`` and the file
+    has them with the same shapes; other heads stay freshly initialised (a warning names the ones
+    whose shape changed, e.g. a classifier given a new number of classes), and heads of other tasks
+    in the file are ignored.
 
     Returns ``{"missing": [...], "unexpected": [...], "new_heads": [...]}``.
     """
     stored = read_weights(path)
     missing, new_heads, assignments = [], [], []
     for name, variable in named_variables(model):
-        if name not in stored:
-            (new_heads if name.startswith("task/") else missing).append(name)
+        is_head = name.startswith("task/")
+        if name not in stored or (is_head and not load_heads):
+            (new_heads if is_head else missing).append(name)
             continue
         value = stored[name]
+        if is_head and tuple(value.shape) != tuple(variable.shape):
+            warnings.warn(f"{name} is {tuple(value.shape)} in {path} but this head needs "
+                          f"{tuple(variable.shape)}; it starts freshly initialised.", stacklevel=2)
+            new_heads.append(name)
+            continue
         if tuple(value.shape) != tuple(variable.shape):
             raise PresetError(
                 f"Weights do not fit the config: {name} is {tuple(value.shape)} in {path} but the "
@@ -560,10 +568,11 @@ def load_task(cls, preset, allow_partial=False, dtype=None, verify=True, **kwarg
     preset = read_preset(preset, verify=verify)
     backbone = BertBackbone(preset.config, dtype=dtype)
     task = preset.task or {}
-    if task.get("class_name") == cls.__name__:
+    same_task = task.get("class_name") == cls.__name__
+    if same_task:
         kwargs = {**task.get("config", {}), **kwargs}
     model = cls(backbone, **kwargs)
-    load_weights(model, preset.weights_path, allow_partial=allow_partial)
+    load_weights(model, preset.weights_path, allow_partial=allow_partial, load_heads=same_task)
     model.preset_info = backbone.preset_info = preset.info()
     return model
 

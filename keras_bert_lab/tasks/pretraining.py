@@ -7,12 +7,13 @@ import keras
 
 from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.layers.heads import MaskedLMHead
-from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone
+from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.tasks.base import Task, backbone_inputs
 from keras_bert_lab.training.optimizers import adamw
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
-class BertPretrainer(keras.Model):
+class BertPretrainer(Task):
     """Masked-LM + next-sentence prediction over a ``BertBackbone`` (Devlin et al. 2019, §3.1).
 
     Inputs: the backbone's three plus ``mask_positions`` (B, P) int, the positions whose original
@@ -48,13 +49,12 @@ class BertPretrainer(keras.Model):
         next_sentence_head = keras.layers.Dense(
             2, kernel_initializer=truncated_normal(backbone.config.initializer_range),
             dtype=backbone.dtype_policy, name="next_sentence_head")
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = backbone_inputs()
         inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
         outputs = backbone({name: inputs[name] for name in INPUT_NAMES})
         mlm = masked_lm_head(outputs["sequence_output"], inputs["mask_positions"])
         nsp = keras.ops.cast(next_sentence_head(outputs["pooled_output"]), "float32")
-        super().__init__(inputs=inputs, outputs={"mlm": mlm, "nsp": nsp}, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs=inputs, outputs={"mlm": mlm, "nsp": nsp}, **kwargs)
         self.masked_lm_head, self.next_sentence_head = masked_lm_head, next_sentence_head
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
@@ -76,28 +76,3 @@ class BertPretrainer(keras.Model):
             metrics = {"nsp": [keras.metrics.SparseCategoricalAccuracy("accuracy")]}
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
-
-    @classmethod
-    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True):
-        """A pretrainer on a preset's backbone; its MLM/NSP heads are loaded when the preset has
-        them (e.g. converted from ``BertForPreTraining``), new otherwise."""
-        from keras_bert_lab import presets
-
-        return presets.load_task(cls, preset, allow_partial=allow_partial, dtype=dtype,
-                                 verify=verify)
-
-    def save_to_preset(self, directory, **kwargs):
-        """Save backbone and heads as a preset; ``kwargs`` as in ``presets.save_preset``."""
-        from keras_bert_lab import presets
-
-        return presets.save_preset(self, directory, **kwargs)
-
-    def get_config(self):
-        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
-                "name": self.name, "trainable": self.trainable}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)

@@ -13,7 +13,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.models.bert import BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.tasks.base import Task, backbone_inputs
 
 
 def mean_pool(sequence_output, padding_mask):
@@ -42,7 +43,7 @@ def l2_normalize(x, epsilon=1e-12):
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
-class SentenceEmbedder(keras.Model):
+class SentenceEmbedder(Task):
     """One vector per text from any ``BertBackbone``: mean pooling (+ L2 normalisation).
 
     Inputs: the backbone's ``token_ids``, ``segment_ids``, ``padding_mask``. Output: ``(B, H)``
@@ -72,16 +73,14 @@ class SentenceEmbedder(keras.Model):
     """
 
     def __init__(self, backbone, normalize=True, sequence_length=128, **kwargs):
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = backbone_inputs()
         outputs = backbone(inputs)
         embedding = mean_pool(outputs["sequence_output"], inputs["padding_mask"])  # (B, H)
         if normalize:
             embedding = l2_normalize(embedding)
-        super().__init__(inputs=inputs, outputs=embedding, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, inputs=inputs, outputs=embedding, **kwargs)
         self.normalize = normalize
         self.sequence_length = sequence_length
-        self._tokenizer = None
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
@@ -100,25 +99,6 @@ class SentenceEmbedder(keras.Model):
         model = cls(backbone, **options)
         model.preset_info = backbone.preset_info
         return model
-
-    @property
-    def tokenizer(self):
-        """The ``WordPieceTokenizer`` of the preset this embedder was loaded from."""
-        if self._tokenizer is None:
-            info = getattr(self.backbone, "preset_info", None)
-            if info is None:
-                raise ValueError("This embedder was not loaded from a preset; set "
-                                 "`embedder.tokenizer = WordPieceTokenizer(vocab)` first.")
-            from keras_bert_lab.text.tokenizer import WordPieceTokenizer
-
-            options = {k: v for k, v in info.tokenizer.items()
-                       if k in ("lowercase", "strip_accents", "chinese_chars")}
-            self._tokenizer = WordPieceTokenizer(list(info.vocabulary), **options)
-        return self._tokenizer
-
-    @tokenizer.setter
-    def tokenizer(self, tokenizer):
-        self._tokenizer = tokenizer
 
     def encode(self, texts, batch_size=32, length_multiple=16):
         """Embeddings ``(N, H)`` of a string or a list of strings.
@@ -152,12 +132,5 @@ class SentenceEmbedder(keras.Model):
         return presets.save_preset(self.backbone, directory, **kwargs)
 
     def get_config(self):
-        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
-                "normalize": self.normalize, "sequence_length": self.sequence_length,
-                "name": self.name, "trainable": self.trainable}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
+        return {**super().get_config(), "normalize": self.normalize,
+                "sequence_length": self.sequence_length}

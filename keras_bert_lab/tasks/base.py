@@ -1,0 +1,80 @@
+"""``Task``: what every BERT task model shares — a backbone, presets, serialisation, a tokenizer.
+
+A task is a functional ``keras.Model`` built as ``backbone → head``. Subclasses build their
+graph in ``__init__`` and call ``super().__init__(backbone, inputs=..., outputs=...)``; they list
+their own constructor arguments in ``get_config`` as ``{**super().get_config(), ...}``. The rest
+— ``from_preset`` (backbone and, when the preset was saved from the same task, its head),
+``save_to_preset``, ``from_config`` and the preset's tokenizer — lives here once.
+"""
+
+import keras
+
+from keras_bert_lab.models.bert import INPUT_NAMES
+
+
+def backbone_inputs():
+    """``{name: keras.Input}`` for the backbone's three int32 inputs, each ``(B, T)``."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+class Task(keras.Model):
+    """Base class of the task models (see the module docstring).
+
+    Args:
+        backbone: a ``BertBackbone``.
+        inputs, outputs, kwargs: passed to ``keras.Model`` (the functional constructor).
+    """
+
+    def __init__(self, backbone, *, inputs, outputs, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.backbone = backbone
+        self._tokenizer = None
+
+    @classmethod
+    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True, **kwargs):
+        """This task on a preset's backbone (a name or a directory).
+
+        The head is loaded too when the preset was saved from this task class with the same head
+        shapes; otherwise it starts freshly initialised (fine-tuning from a pretrained backbone).
+        ``kwargs`` are the task's constructor arguments (e.g. ``num_classes``); a preset saved from
+        this class supplies the defaults.
+        """
+        from keras_bert_lab import presets
+
+        return presets.load_task(cls, preset, allow_partial=allow_partial, dtype=dtype,
+                                 verify=verify, **kwargs)
+
+    def save_to_preset(self, directory, **kwargs):
+        """Save backbone and head as a preset; ``kwargs`` as in ``presets.save_preset``."""
+        from keras_bert_lab import presets
+
+        return presets.save_preset(self, directory, **kwargs)
+
+    @property
+    def tokenizer(self):
+        """The ``WordPieceTokenizer`` of the preset this model was loaded from (or the one set)."""
+        if self._tokenizer is None:
+            info = getattr(self.backbone, "preset_info", None)
+            if info is None:
+                raise ValueError(f"This {type(self).__name__} was not loaded from a preset; set "
+                                 "`model.tokenizer = WordPieceTokenizer(vocab)` first.")
+            from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+
+            options = {k: v for k, v in info.tokenizer.items()
+                       if k in ("lowercase", "strip_accents", "chinese_chars")}
+            self._tokenizer = WordPieceTokenizer(list(info.vocabulary), **options)
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer):
+        self._tokenizer = tokenizer
+
+    def get_config(self):
+        return {"backbone": keras.saving.serialize_keras_object(self.backbone),
+                "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        return cls(**config)
