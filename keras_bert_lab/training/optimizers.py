@@ -7,7 +7,14 @@ by shape, so it holds for layers added later without editing a list.
 
 Both builders pass other keyword arguments to Keras, e.g. ``gradient_accumulation_steps=4``
 (update every 4 batches with their mean gradient) or ``global_clipnorm``.
+
+Layer-wise learning-rate decay (``adamw(..., layer_decay=0.9)``; Clark et al. 2020, ELECTRA §A):
+the top encoder block and the heads learn at the full rate, each block below at ``layer_decay``
+times the one above, the embeddings slowest — lower layers hold general features that fine-tuning
+should move least. ULMFiT's discriminative fine-tuning is the same idea with factor 1/2.6.
 """
+
+import re
 
 import keras
 
@@ -23,9 +30,83 @@ def _exclude_one_dimensional(optimizer, model):
     return optimizer
 
 
+def layer_decay_multipliers(model, layer_decay):
+    """``{variable path: learning-rate factor}`` for layer-wise decay over a BERT model.
+
+    With ``L`` encoder blocks, block ``i`` (0-based) gets ``layer_decay ** (L - i)``, the
+    embeddings ``layer_decay ** (L + 1)``; the pooler and task heads are not listed (factor 1).
+
+    Example:
+    >>> from keras_bert_lab.models.bert import BertBackbone
+    >>> factors = layer_decay_multipliers(BertBackbone("tiny"), 0.5)   # 2 blocks
+    >>> [factors[p] for p in ("embeddings/position_embedding", "encoder_layer_0/ffn_in/kernel",
+    ...                       "encoder_layer_1/ffn_in/kernel")]
+    [0.125, 0.25, 0.5]
+    """
+    num_layers = None
+    factors = {}
+    for variable in model.trainable_variables:
+        path = variable.path
+        match = re.search(r"(?:^|/)encoder_layer_(\d+)/", path)
+        if match:
+            num_layers = num_layers or _num_layers(model)
+            factors[path] = layer_decay ** (num_layers - int(match.group(1)))
+        elif re.search(r"(?:^|/)embeddings/", path):
+            num_layers = num_layers or _num_layers(model)
+            factors[path] = layer_decay ** (num_layers + 1)
+    return factors
+
+
+def _num_layers(model):
+    backbone = getattr(model, "backbone", model)
+    return backbone.config.num_layers
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class LayerwiseAdamW(keras.optimizers.AdamW):
+    """AdamW whose learning rate (and so its decoupled weight decay) is scaled per variable.
+
+    Args:
+        lr_multipliers: ``{variable path: factor}``; variables not listed use factor 1.
+        kwargs: those of ``keras.optimizers.AdamW``.
+    """
+
+    def __init__(self, lr_multipliers=None, **kwargs):
+        super().__init__(**kwargs)
+        self.lr_multipliers = {str(k): float(v) for k, v in (lr_multipliers or {}).items()}
+
+    def build(self, variables):
+        super().build(variables)
+        self._factors = [self.lr_multipliers.get(v.path, 1.0) for v in variables]
+
+    def _factor(self, variable):
+        return self._factors[self._get_variable_index(variable)]
+
+    def update_step(self, gradient, variable, learning_rate):
+        factor = self._factor(variable)
+        if factor != 1.0:
+            learning_rate = learning_rate * factor
+        super().update_step(gradient, variable, learning_rate)
+
+    def _apply_weight_decay(self, variables):
+        # Keras decays with the global rate (torch even in one fused op); here each variable's own.
+        if self.weight_decay is None:
+            return
+        for variable in variables:
+            if self._use_weight_decay(variable):
+                rate = keras.ops.cast(self.learning_rate, variable.dtype) * self._factor(variable)
+                wd = keras.ops.cast(self.weight_decay, variable.dtype)
+                variable.assign(variable - variable * wd * rate)
+
+    def get_config(self):
+        return {**super().get_config(), "lr_multipliers": self.lr_multipliers}
+
+
 def adamw(model, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-          global_clipnorm=1.0, **kwargs):
+          global_clipnorm=1.0, layer_decay=None, **kwargs):
     """AdamW as BERT uses it (β₂ 0.999, ε 1e-6, decay 0.01, gradients clipped to global norm 1).
+
+    ``layer_decay`` < 1 gives each encoder block its own rate (see the module docstring).
 
     Example:
     >>> from keras_bert_lab.models.bert import BertBackbone
@@ -33,9 +114,16 @@ def adamw(model, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999
     >>> optimizer.weight_decay, optimizer.global_clipnorm
     (0.01, 1.0)
     """
-    return _exclude_one_dimensional(keras.optimizers.AdamW(
-        learning_rate=learning_rate, weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2,
-        epsilon=epsilon, global_clipnorm=global_clipnorm, **kwargs), model)
+    options = dict(learning_rate=learning_rate, weight_decay=weight_decay, beta_1=beta_1,
+                   beta_2=beta_2, epsilon=epsilon, global_clipnorm=global_clipnorm, **kwargs)
+    if layer_decay is not None and layer_decay != 1.0:
+        if not 0.0 < layer_decay <= 1.0:
+            raise ValueError(f"layer_decay={layer_decay}; use a factor in (0, 1] (e.g. 0.9).")
+        optimizer = LayerwiseAdamW(lr_multipliers=layer_decay_multipliers(model, layer_decay),
+                                   **options)
+    else:
+        optimizer = keras.optimizers.AdamW(**options)
+    return _exclude_one_dimensional(optimizer, model)
 
 
 def lamb(model, learning_rate=1e-3, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,

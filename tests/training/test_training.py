@@ -9,7 +9,7 @@ from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 from keras_bert_lab.errors import PresetError
 from keras_bert_lab.training.checkpoints import (TrainingCheckpoint, list_checkpoints,
                                                  restore_checkpoint, save_checkpoint)
-from keras_bert_lab.training.optimizers import adamw, lamb
+from keras_bert_lab.training.optimizers import adamw, lamb, layer_decay_multipliers
 from keras_bert_lab.training.schedules import SlantedTriangular, WarmupLinearDecay
 from tests.tasks.test_pretraining import pretraining_batch
 
@@ -51,6 +51,37 @@ def test_decay_excludes_biases_and_norms(builder):
     kept_names = {v.path.split("/")[-1] for v in kept}
     assert kept_names == {"bias", "gamma", "beta", "output_bias"}
     assert any("token_embedding" in v.path for v in decayed)
+
+
+def test_layer_decay_scales_each_update():
+    """One AdamW step with layer decay d moves block i by d**(L-i) times the plain step (decoupled
+    weight decay included), the embeddings by d**(L+1), pooler and heads by 1 — in fit on each
+    backend."""
+    x, y, sw = pretraining_batch(batch_size=4, length=16, seed=3, vocab_size=500)
+
+    def one_step(layer_decay):
+        keras.utils.set_random_seed(7)
+        config = BertConfig.from_dict({**CONFIG.to_dict(), "dropout": 0.0, "attention_dropout": 0.0})
+        model = BertPretrainer(BertBackbone(config))
+        model.compile(optimizer=adamw(model, learning_rate=1e-2, weight_decay=0.1,
+                                      layer_decay=layer_decay))
+        before = {v.path: keras.ops.convert_to_numpy(v) for v in model.trainable_variables}
+        model.fit(x, y, sample_weight=sw, batch_size=4, epochs=1, verbose=0, shuffle=False)
+        return model, {v.path: keras.ops.convert_to_numpy(v) - before[v.path]
+                       for v in model.trainable_variables}
+
+    _, plain = one_step(None)
+    model, scaled = one_step(0.5)
+    factors = layer_decay_multipliers(model, 0.5)
+    assert factors["encoder_layer_1/ffn_in/kernel"] == 0.5
+    assert factors["embeddings/token_embedding/embeddings"] == 0.125
+    assert "pooler/kernel" not in factors
+    for path, delta in plain.items():
+        expected = factors.get(path, 1.0) * delta
+        np.testing.assert_allclose(scaled[path], expected, atol=1e-6, err_msg=path)
+    assert np.abs(plain["encoder_layer_0/ffn_in/kernel"]).max() > 1e-3  # the step did move it
+    with pytest.raises(ValueError, match="layer_decay"):
+        adamw(model, layer_decay=1.5)
 
 
 def _run(model, batches, callbacks=()):
