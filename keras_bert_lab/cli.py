@@ -279,6 +279,11 @@ def build_parser():
 
     add_arguments(p)
     p.set_defaults(func=_pretrain)
+    p = sub.add_parser("finetune", help="fine-tune a preset: classify, pair, choice, squad, ner")
+    from keras_bert_lab.finetune import add_arguments as add_finetune_arguments
+
+    add_finetune_arguments(p)
+    p.set_defaults(func=lambda args: args.run(args))
     _add_preset_commands(sub)
     p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) on a corpus")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",
