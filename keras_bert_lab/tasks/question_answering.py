@@ -1,0 +1,113 @@
+"""``BertSpanQA``: extractive question answering (SQuAD) — a start and an end score per token.
+
+Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden.
+"""
+
+import keras
+from keras import ops
+
+from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.tasks.base import Task, backbone_inputs
+from keras_bert_lab.training.optimizers import adamw
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class SpanCrossEntropy(keras.losses.Loss):
+    """Cross-entropy of one span boundary over the tokens, with out-of-range positions ignored.
+
+    Hugging Face's ``BertForQuestionAnswering`` clamps gold positions to ``[0, T]`` and ignores
+    ``T`` (``CrossEntropyLoss(ignore_index=T)``): a position cut off by truncation, or ``≥ T``
+    after a batch was trimmed to its longest row, does not count, and a negative one becomes
+    ``0`` ([CLS], "no answer here"). The mean is over the positions that count, so the value
+    equals HF's; with none counting the loss is 0 (HF returns NaN).
+
+    Args:
+        name: the loss name.
+
+    Example:
+    >>> import numpy as np
+    >>> loss = SpanCrossEntropy()
+    >>> logits = np.log(np.array([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25]], "float32"))
+    >>> round(float(loss(np.array([0, 7]), logits)), 4)   # row 2 (position 7 ≥ T = 3) ignored
+    0.6931
+    """
+
+    def __init__(self, name="span_cross_entropy", **kwargs):
+        kwargs.setdefault("reduction", "sum")
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        length = ops.shape(y_pred)[-1]
+        positions = ops.reshape(ops.cast(y_true, "int32"), (-1,))                     # (B,)
+        positions = ops.clip(positions, 0, length)
+        counts = ops.cast(positions < length, "float32")                              # (B,)
+        positions = ops.minimum(positions, length - 1)
+        log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)            # (B, T)
+        picked = ops.take_along_axis(log_probs, positions[:, None], axis=-1)[:, 0]    # (B,)
+        # "sum" of these per-row values = the mean over the rows that count
+        return -picked * counts / ops.maximum(ops.sum(counts), 1.0)
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class BertSpanQA(Task):
+    """Span prediction over a ``BertBackbone`` (Devlin et al. 2019, §4.2, SQuAD).
+
+    BERT's SQuAD head is two learned vectors, a start vector ``S`` and an end vector ``E`` (one
+    ``Dense(2)`` on the last layer, Hugging Face's ``qa_outputs``): the score of token ``i`` as
+    the answer's start is ``S·h_i``, as its end ``E·h_i``, and a span ``i..j`` scores
+    ``S·h_i + E·h_j``. Inputs are the backbone's three (``[CLS] question [SEP] context [SEP]``);
+    outputs are ``{"start_logits": (B, T), "end_logits": (B, T)}`` in float32.
+
+    The outputs are the raw scores of every position, padding included — exactly what
+    ``transformers.BertForQuestionAnswering`` returns and what its loss normalises over. Positions
+    that cannot hold an answer (padding, the question, special tokens) are masked out where the
+    answer is chosen, in :func:`keras_bert_lab.text.squad.postprocess`, which only considers
+    context tokens; [CLS] (position 0) stands for "no answer" (SQuAD 2.0).
+
+    Training labels are ``{"start_logits": start_positions, "end_logits": end_positions}``
+    (token indices, ``(B,)``); the loss is the mean of the two cross-entropies, as in BERT's
+    ``run_squad.py`` and HF (see :class:`SpanCrossEntropy` for out-of-range positions).
+
+    Args:
+        backbone: a ``BertBackbone``.
+
+    Example:
+    >>> import numpy as np
+    >>> model = BertSpanQA(BertBackbone("tiny"))
+    >>> model.compile()
+    >>> x = {"token_ids": np.full((2, 8), 5), "segment_ids": np.zeros((2, 8), "int32"),
+    ...      "padding_mask": np.ones((2, 8), "int32")}
+    >>> y = {"start_logits": np.array([3, 0]), "end_logits": np.array([4, 0])}
+    >>> history = model.fit(x, y, verbose=0)
+    >>> {k: tuple(v.shape) for k, v in model.predict(x, verbose=0).items()}
+    {'end_logits': (2, 8), 'start_logits': (2, 8)}
+    """
+
+    def __init__(self, backbone, **kwargs):
+        span_head = keras.layers.Dense(
+            2, kernel_initializer=truncated_normal(backbone.config.initializer_range),
+            dtype=backbone.dtype_policy, name="span_head")
+        inputs = backbone_inputs()
+        sequence = backbone({name: inputs[name] for name in INPUT_NAMES})["sequence_output"]
+        logits = ops.cast(span_head(sequence), "float32")                             # (B, T, 2)
+        outputs = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}      # (B, T) each
+        super().__init__(backbone, inputs=inputs, outputs=outputs, **kwargs)
+        self.span_head = span_head
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", loss_weights="auto",
+                **kwargs):
+        """Defaults: AdamW (lr 3e-5, decay 0.01 on ≥2-D weights, clip 1.0), the mean of the start
+        and end cross-entropies, and start/end accuracy."""
+        if optimizer == "auto":
+            optimizer = adamw(self, learning_rate=3e-5)
+        if loss == "auto":
+            loss = {"start_logits": SpanCrossEntropy(name="start_loss"),
+                    "end_logits": SpanCrossEntropy(name="end_loss")}
+        if loss_weights == "auto":
+            loss_weights = {"start_logits": 0.5, "end_logits": 0.5}
+        if metrics == "auto":
+            metrics = {name: [keras.metrics.SparseCategoricalAccuracy("accuracy")]
+                       for name in ("start_logits", "end_logits")}
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        loss_weights=loss_weights, **kwargs)
