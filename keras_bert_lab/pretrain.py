@@ -277,7 +277,9 @@ def train(model, settings, tokenizer, train_corpus, eval_corpus, output_dir, sta
                           verbose=verbose)
             except Exception as error:  # noqa: BLE001 - re-raised with advice when it is memory
                 text = f"{type(error).__name__}: {error}"
+                # torch on CPU says "DefaultCPUAllocator: can't allocate memory", not "out of".
                 if isinstance(error, MemoryError) or "out of memory" in text.lower() \
+                        or "allocate memory" in text.lower() \
                         or "RESOURCE_EXHAUSTED" in text or "OOM" in text:
                     raise TrainingError(
                         f"A batch of {settings.batch_size} × {kwargs['max_seq_length']} tokens "
