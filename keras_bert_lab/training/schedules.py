@@ -59,8 +59,8 @@ class SlantedTriangular(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
     >>> schedule = SlantedTriangular(0.01, total_steps=100, cut_fraction=0.1, ratio=32)
-    >>> [round(float(schedule(s)), 6) for s in (0, 10, 100)]
-    [0.000313, 0.01, 0.000313]
+    >>> [round(float(schedule(s)), 7) for s in (0, 10, 100)]   # 0.01 / 32 at both ends
+    [0.0003125, 0.01, 0.0003125]
     """
 
     def __init__(self, max_learning_rate, total_steps, cut_fraction=0.1, ratio=32):
