@@ -1,0 +1,131 @@
+"""``kbl finetune squad``: extractive question answering on SQuAD-format JSON.
+
+BERT's SQuAD recipe (Devlin et al. 2019, §4.2–4.3; google-research/bert ``run_squad.py``):
+``[CLS] question [SEP] context window [SEP]`` windows of a long context, a start and an end vector
+over the last layer (:class:`~keras_bert_lab.tasks.question_answering.BertSpanQA`), the best
+``start + end`` span over all windows of a question, scored by the official exact match and F1
+(:mod:`keras_bert_lab.text.squad`). ``--version-2`` adds SQuAD 2.0's "no answer" ([CLS]) with a
+null-score threshold. The validation F1 picks the best epoch; ``predictions.json`` holds
+``{id: answer}`` for ``--predict`` (or for the validation file when none is given) and
+``valid_predictions.json`` those of the validation file.
+
+Example (the real 5-question sample, a plumbing check only)::
+
+    kbl finetune squad --train SAMPLE --valid SAMPLE --epochs 1 --sequence-length 192 \\
+        --doc-stride 64 --output out/squad-sample
+"""
+
+import json
+import pathlib
+
+import numpy as np
+
+from keras_bert_lab.finetune import common
+from keras_bert_lab.text import squad
+
+
+def register(subparsers):
+    """Add the ``squad`` subcommand to ``kbl finetune``."""
+    parser = subparsers.add_parser(
+        "squad", help="extractive QA (SQuAD v1.1/v2.0 JSON)",
+        description="Fine-tune a span-QA head on SQuAD-format JSON files; monitors validation "
+                    "F1 and writes predictions.json.")
+    parser.add_argument("--train", required=True, help="training file (SQuAD JSON)")
+    parser.add_argument("--valid", required=True, help="validation file (SQuAD JSON)")
+    parser.add_argument("--predict", help="a file to answer after training (SQuAD JSON); "
+                                          "scored too when it has answers")
+    parser.add_argument("--version-2", action="store_true",
+                        help="SQuAD 2.0: questions may have no answer (default: from the files)")
+    parser.add_argument("--doc-stride", type=int, default=128,
+                        help="context tokens between the starts of consecutive windows (Google's "
+                             "doc_stride; HF's --doc_stride is the overlap instead)")
+    parser.add_argument("--max-query-length", type=int, default=64,
+                        help="questions keep at most this many tokens")
+    parser.add_argument("--max-answer-length", type=int, default=30,
+                        help="longest answer in tokens")
+    parser.add_argument("--n-best", type=int, default=20,
+                        help="start/end candidates per window and answers kept per question")
+    parser.add_argument("--null-threshold", type=float, default=0.0,
+                        help="SQuAD 2.0: answer '' when null score - best span score exceeds this")
+    common.add_common_arguments(parser, output="out/finetune-squad", sequence_length=384,
+                                batch_size=16, learning_rate=1e-4, epochs=2)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def predict_logits(model, features, batch_size=32):
+    """Start and end scores ``(N, L)`` of every window, batch by batch.
+
+    Batches are cut to their longest window (:func:`common.batches`), so each is padded back to
+    ``L`` with a very low score (padding never holds an answer).
+    """
+    length = features.inputs["token_ids"].shape[1]
+    starts, ends = [], []
+    for (x,) in common.batches(features.inputs, batch_size=batch_size).as_numpy_iterator():
+        out = model.predict_on_batch(x)
+        for key, rows in (("start_logits", starts), ("end_logits", ends)):
+            value = np.asarray(out[key], "float32")
+            rows.append(np.pad(value, ((0, 0), (0, length - value.shape[1])),
+                               constant_values=-1e4))
+    return np.concatenate(starts), np.concatenate(ends)
+
+
+def answer(model, examples, features, version_2=False, batch_size=32, n_best=20,
+           max_answer_length=30, null_threshold=0.0):
+    """``(predictions, n_best_lists)`` of ``model`` on prepared features (see
+    :func:`keras_bert_lab.text.squad.postprocess`)."""
+    start, end = predict_logits(model, features, batch_size)
+    return squad.postprocess(examples, features, start, end, n_best=n_best,
+                             max_answer_length=max_answer_length, version_2=version_2,
+                             null_threshold=null_threshold)
+
+
+def run(args):
+    """Run ``kbl finetune squad`` from parsed arguments; returns the metrics dict."""
+    from keras_bert_lab.tasks.question_answering import BertSpanQA
+
+    settings = common.settings_from_args(args)
+    output = common.prepare_output(settings)
+    version_2 = True if args.version_2 else None
+    train_examples, train_v2 = squad.read_squad(args.train, version_2=version_2)
+    valid_examples, valid_v2 = squad.read_squad(args.valid, version_2=version_2)
+    version_2 = bool(args.version_2 or train_v2 or valid_v2)
+    if settings.limit:
+        train_examples = train_examples[:settings.limit]
+    model = BertSpanQA.from_preset(settings.preset)
+    tokenizer = model.tokenizer
+    window = dict(max_seq_length=settings.sequence_length, doc_stride=args.doc_stride,
+                  max_query_length=args.max_query_length)
+    post = dict(version_2=version_2, batch_size=settings.batch_size, n_best=args.n_best,
+                max_answer_length=args.max_answer_length, null_threshold=args.null_threshold)
+    train_features = squad.prepare_features(train_examples, tokenizer, **window)
+    train_features = train_features.select(train_features.trainable)
+    valid_features = squad.prepare_features(valid_examples, tokenizer, **window)
+    print(f"squad: {len(train_examples)} training questions → {len(train_features)} windows; "
+          f"{len(valid_examples)} validation questions → {len(valid_features)} windows"
+          f"{' (SQuAD 2.0)' if version_2 else ''}")
+    train = common.batches(train_features.inputs, train_features.labels(),
+                           batch_size=settings.batch_size, shuffle=True, seed=settings.seed)
+
+    def evaluate(model):
+        predictions, _ = answer(model, valid_examples, valid_features, **post)
+        return squad.squad_scores(valid_examples, predictions, version_2=version_2)
+
+    report = common.finetune(model, train, settings, evaluate, monitor="f1")
+    valid_predictions, _ = answer(model, valid_examples, valid_features, **post)
+    _write_json(output / "valid_predictions.json", valid_predictions)
+    test_metrics, predictions = None, valid_predictions
+    if args.predict:
+        examples, predict_v2 = squad.read_squad(args.predict, version_2=version_2 or None)
+        features = squad.prepare_features(examples, tokenizer, **window)
+        predictions, n_best = answer(model, examples, features, **post)
+        _write_json(output / "n_best.json", n_best)
+        if any(e.gold_texts for e in examples) or predict_v2:
+            test_metrics = squad.squad_scores(examples, predictions, version_2=version_2)
+    _write_json(output / "predictions.json", predictions)
+    return common.finish(model, settings, report, test_metrics=test_metrics)
+
+
+def _write_json(path, value):
+    pathlib.Path(path).write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n",
+                                  encoding="utf-8")
