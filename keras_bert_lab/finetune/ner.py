@@ -1,0 +1,221 @@
+"""``kbl finetune ner``: named-entity recognition (token classification) on CoNLL column files.
+
+BERT's NER recipe (Devlin et al. 2019, §5.3; HF ``run_ner.py``): each word's tag on its first
+WordPiece, a linear layer over the last layer
+(:class:`~keras_bert_lab.tasks.token_classification.BertTokenClassifier`), cross-entropy over the
+labelled pieces, and entity-level F1 on words — seqeval's default (conlleval) scoring, with its
+strict IOB2 figure beside it (:mod:`keras_bert_lab.text.tagging`). Validation F1 picks the best
+epoch. Besides ``metrics.json`` (per-type precision/recall/F1 included) the run writes
+``per_type.csv`` and ``valid_predictions.conll`` (``word gold predicted``, conlleval's input).
+
+Data: ``--train``/``--valid`` (and optional ``--test``) CoNLL files, or ``--dataset wnut16`` — the
+registry copy of WNUT-16 holds one file, so its sentences are shuffled with ``--seed`` and split
+into train / validation (``--valid-fraction``, default 20 %) and, with ``--test-fraction``, a test
+part held out from both. A ``--train`` without ``--valid`` is split the same way.
+
+Example (WNUT-16 from MiniLM, as in benchmarks/RESULTS.md)::
+
+    kbl finetune ner --dataset wnut16 --sequence-length 64 --epochs 8 --learning-rate 1e-4 \\
+        --output out/ner-wnut16
+"""
+
+import csv
+import pathlib
+
+import numpy as np
+
+from keras_bert_lab.errors import ConfigError, DataError
+from keras_bert_lab.finetune import common
+from keras_bert_lab.text import tagging
+
+DATASETS = {"wnut16": {"delimiter": "\t"}}
+
+
+def register(subparsers):
+    """Add the ``ner`` subcommand to ``kbl finetune``."""
+    parser = subparsers.add_parser(
+        "ner", help="named-entity recognition / token classification (CoNLL columns)",
+        description="Fine-tune a token-classification head on CoNLL column files (or the "
+                    "registry's WNUT-16); monitors entity-level F1 on the validation set.")
+    parser.add_argument("--dataset", choices=sorted(DATASETS),
+                        help="a registry data set instead of --train (split by --seed)")
+    parser.add_argument("--train", help="training file (CoNLL columns, blank line between "
+                                        "sentences)")
+    parser.add_argument("--valid", help="validation file; default: split off --train")
+    parser.add_argument("--test", help="test file, scored once with the best epoch")
+    parser.add_argument("--valid-fraction", type=float, default=0.2,
+                        help="share of the sentences held out for validation when splitting")
+    parser.add_argument("--test-fraction", type=float, default=0.0,
+                        help="share held out as a test part when splitting (default none)")
+    parser.add_argument("--token-column", type=int, default=0, help="column of the words")
+    parser.add_argument("--tag-column", type=int, default=-1, help="column of the tags")
+    parser.add_argument("--delimiter", default=None,
+                        help="column separator (default: any whitespace; use '\\t' when words "
+                             "contain spaces)")
+    parser.add_argument("--label-all-pieces", action="store_true",
+                        help="train on every piece of a word (B-X word -> I-X pieces), not just "
+                             "the first; predictions still come from first pieces")
+    parser.add_argument("--scheme-mode", choices=tagging.MODES, default="conlleval",
+                        help="entity scoring that picks the best epoch: seqeval default "
+                             "(conlleval) or strict IOB2")
+    common.add_common_arguments(parser, output="out/finetune-ner", epochs=5, learning_rate=1e-4,
+                                sequence_length=128, patience=3)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def load_splits(args):
+    """``{"train", "valid", "test"}`` lists of :class:`~keras_bert_lab.text.tagging.TaggedSentence`
+    (``test`` may be empty) and a sentence describing where they came from."""
+    if bool(args.dataset) == bool(args.train):
+        raise ConfigError("Pass either --dataset NAME or --train FILE (with --valid FILE, or a "
+                          "split of --train by --valid-fraction).")
+    delimiter = args.delimiter.encode().decode("unicode_escape") if args.delimiter else None
+    columns = dict(token_column=args.token_column, tag_column=args.tag_column)
+    if args.dataset:
+        from keras_bert_lab import datasets
+
+        options = {**DATASETS[args.dataset], **({"delimiter": delimiter} if delimiter else {})}
+        sentences = tagging.read_conll(datasets.locate(args.dataset), **columns, **options)
+        source = f"registry data set {args.dataset!r}"
+    else:
+        sentences = tagging.read_conll(args.train, delimiter=delimiter, **columns)
+        source = args.train
+    splits = {"train": sentences, "valid": [], "test": []}
+    test_fraction = 0.0 if args.test else args.test_fraction
+    if args.valid and not args.dataset:
+        splits["valid"] = tagging.read_conll(args.valid, delimiter=delimiter, **columns)
+        how = f"train {source}, validation {args.valid}"
+        if test_fraction:
+            splits["train"], splits["test"] = tagging.split_sentences(
+                sentences, (1 - test_fraction, test_fraction), seed=args.seed)
+            how += f", test = {test_fraction:.0%} of train split off with seed {args.seed}"
+    else:
+        valid_fraction = args.valid_fraction
+        if not 0 < valid_fraction < 1 or not 0 <= test_fraction < 1 \
+                or valid_fraction + test_fraction >= 1:
+            raise ConfigError(f"--valid-fraction {valid_fraction} and --test-fraction "
+                              f"{test_fraction} must be in [0, 1) (validation > 0) and leave "
+                              "sentences for training.")
+        fractions = (1 - valid_fraction - test_fraction, valid_fraction, test_fraction)
+        splits["train"], splits["valid"], splits["test"] = tagging.split_sentences(
+            sentences, fractions, seed=args.seed)
+        how = (f"{source} shuffled with seed {args.seed} and split "
+               f"{fractions[0]:.0%} train / {valid_fraction:.0%} validation"
+               + (f" / {test_fraction:.0%} test" if test_fraction else ""))
+    if args.test:
+        splits["test"] = tagging.read_conll(args.test, delimiter=delimiter, **columns)
+        how += f"; test {args.test}"
+    return splits, how
+
+
+def predict_ids(model, data, batch_size=32):
+    """Predicted label ids ``(N, L)`` of aligned data, batch by batch (batches cut to length)."""
+    length = data.features["token_ids"].shape[1]
+    rows = []
+    for (x,) in common.batches(data.features, batch_size=batch_size).as_numpy_iterator():
+        ids = np.argmax(np.asarray(model.predict_on_batch(x)), axis=-1)
+        rows.append(np.pad(ids, ((0, 0), (0, length - ids.shape[1]))))
+    return np.concatenate(rows)
+
+
+def score(model, sentences, data, labels, batch_size=32):
+    """``(scores, predicted_tags)``: entity scores of ``model`` on aligned ``sentences`` — seqeval
+    default (``precision``, ``recall``, ``f1``, ``per_type``) plus ``strict_*`` (strict IOB2, when
+    the tags are IOB2) — and one predicted tag per word."""
+    predicted = tagging.decode(predict_ids(model, data, batch_size), data.word_index,
+                               data.num_words, labels)
+    gold = [s.tags for s in sentences]
+    scores = tagging.entity_scores(gold, predicted)
+    try:
+        strict = tagging.entity_scores(gold, predicted, mode="strict")
+        scores.update({f"strict_{k}": strict[k] for k in ("precision", "recall", "f1")})
+    except DataError:
+        pass  # tags outside IOB2: conlleval scoring only
+    return scores, predicted
+
+
+def _scalars(scores):
+    return {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
+
+
+def write_predictions(path, sentences, predicted):
+    """``word gold predicted`` per line, blank line between sentences (conlleval's input)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for sentence, tags in zip(sentences, predicted):
+            for word, gold, tag in zip(sentence.words, sentence.tags, tags):
+                f.write(f"{word} {gold} {tag}\n")
+            f.write("\n")
+
+
+def write_per_type(path, tables):
+    """``per_type.csv``: split, type, precision, recall, f1, support."""
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["split", "type", "precision", "recall", "f1", "support"])
+        for split, per_type in tables.items():
+            for kind, row in per_type.items():
+                writer.writerow([split, kind, f"{row['precision']:.4f}", f"{row['recall']:.4f}",
+                                 f"{row['f1']:.4f}", row["support"]])
+
+
+def run(args):
+    """Run ``kbl finetune ner`` from parsed arguments; returns the metrics dict."""
+    from keras_bert_lab.tasks.token_classification import BertTokenClassifier
+
+    settings = common.settings_from_args(args)
+    splits, how = load_splits(args)
+    output = common.prepare_output(settings)
+    labels = tagging.label_list(splits["train"])
+    for name in ("valid", "test"):
+        tagging.check_labels(splits[name], labels, where=f"The {name} split")
+    if settings.limit:
+        splits["train"] = splits["train"][:settings.limit]
+    model = BertTokenClassifier.from_preset(settings.preset, labels=labels)
+    tokenizer = model.tokenizer
+    aligned = {name: tagging.align(sentences, tokenizer, labels, settings.sequence_length,
+                                   label_all_pieces=args.label_all_pieces and name == "train")
+               for name, sentences in splits.items() if sentences}
+    print(f"ner: {how}; " + ", ".join(
+        f"{name} {len(splits[name])} sentences ({data.truncated_words} words cut at "
+        f"{settings.sequence_length} pieces)" for name, data in aligned.items())
+        + f"; {len(labels)} labels")
+    train_data = aligned["train"]
+    train = common.batches(train_data.features, train_data.labels, train_data.sample_weight,
+                           batch_size=settings.batch_size, shuffle=True, seed=settings.seed)
+    prefix = "" if args.scheme_mode == "conlleval" else "strict_"
+
+    def evaluate(model):
+        scores, _ = score(model, splits["valid"], aligned["valid"], labels, settings.batch_size)
+        return _scalars(scores)
+
+    report = common.finetune(model, train, settings, evaluate, monitor=prefix + "f1")
+    valid_scores, valid_predicted = score(model, splits["valid"], aligned["valid"], labels,
+                                          settings.batch_size)
+    write_predictions(output / "valid_predictions.conll", splits["valid"], valid_predicted)
+    tables = {"valid": valid_scores["per_type"]}
+    test_metrics = None
+    if splits["test"]:
+        test_scores, test_predicted = score(model, splits["test"], aligned["test"], labels,
+                                            settings.batch_size)
+        write_predictions(output / "test_predictions.conll", splits["test"], test_predicted)
+        tables["test"] = test_scores["per_type"]
+        test_metrics = _scalars(test_scores)
+    write_per_type(output / "per_type.csv", tables)
+    extra = {"data": how, "labels": labels, "label_all_pieces": bool(args.label_all_pieces),
+             "valid": valid_scores, "per_type": tables,
+             "truncated_words": {name: data.truncated_words for name, data in aligned.items()}}
+    return common.finish(model, settings, report, test_metrics=test_metrics, extra=extra)
+
+
+def _main(argv=None):  # python -m keras_bert_lab.finetune.ner ... (before the CLI wiring lands)
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="kbl finetune")
+    register(parser.add_subparsers(dest="task", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    _main()
