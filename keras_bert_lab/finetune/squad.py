@@ -109,7 +109,8 @@ def run(args):
 
     def evaluate(model):
         predictions, _ = answer(model, valid_examples, valid_features, **post)
-        return squad.squad_scores(valid_examples, predictions, version_2=version_2)
+        scores = squad.squad_scores(valid_examples, predictions, version_2=version_2)
+        return {k: v for k, v in scores.items() if not k.endswith("total")}
 
     report = common.finetune(model, train, settings, evaluate, monitor="f1")
     valid_predictions, _ = answer(model, valid_examples, valid_features, **post)

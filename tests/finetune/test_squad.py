@@ -1,0 +1,100 @@
+"""SQuAD end to end: a tiny model learns templated QA, answers across the windows of a long
+context, and ``kbl finetune squad`` runs on the real sample file."""
+
+import json
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lab import BertBackbone, BertConfig
+from keras_bert_lab.datasets import locate
+from keras_bert_lab.finetune import common
+from keras_bert_lab.finetune import squad as squad_cli
+from keras_bert_lab.tasks.question_answering import BertSpanQA
+from keras_bert_lab.text import squad
+from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+
+LENGTH = 48
+
+
+def small_vocabulary(*datasets):
+    """Special tokens + every lower-cased word and punctuation mark of the data (WordPiece
+    then never splits a word)."""
+    words = set()
+    for data in datasets:
+        for article in data["data"]:
+            for paragraph in article["paragraphs"]:
+                texts = [paragraph["context"]] + [qa["question"] for qa in paragraph["qas"]]
+                for text in texts:
+                    words.update(re.findall(r"\w+|[^\w\s]", text.lower()))
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A 2-layer model trained from scratch on one-fact templated contexts (~20 s). The contexts
+    are longer than a window, so it also learns that a window without the fact points at [CLS]."""
+    keras.utils.set_random_seed(0)
+    train = squad.synthetic_squad(400, facts=1, filler=5, seed=1)
+    valid = squad.synthetic_squad(100, facts=1, filler=2, seed=2)
+    long = squad.synthetic_squad(6, facts=1, filler=250, seed=3, answer_last=True)
+    tokenizer = WordPieceTokenizer(small_vocabulary(train, valid, long))
+    config = BertConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=64,
+                                  dropout=0.0, attention_dropout=0.0)
+    model = BertSpanQA(BertBackbone(config))
+    examples, _ = squad.read_squad(train)
+    features = squad.prepare_features(examples, tokenizer, max_seq_length=LENGTH, doc_stride=16)
+    model.compile(optimizer=keras.optimizers.Adam(2e-3))
+    data = common.batches(features.inputs, features.labels(), batch_size=32, shuffle=True)
+    model.fit(data, epochs=6, verbose=0, shuffle=False)
+    return model, tokenizer, valid, long
+
+
+def test_a_tiny_model_learns_templated_questions(trained):
+    model, tokenizer, valid, _ = trained
+    examples, _ = squad.read_squad(valid)
+    features = squad.prepare_features(examples, tokenizer, max_seq_length=LENGTH, doc_stride=16)
+    predictions, _ = squad_cli.answer(model, examples, features)
+    scores = squad.squad_scores(examples, predictions)
+    assert scores["exact_match"] >= 90.0, scores
+
+
+def test_the_answer_in_the_last_window_of_a_2000_token_context(trained):
+    model, tokenizer, _, long = trained
+    examples, _ = squad.read_squad(long)
+    assert min(len(tokenizer(e.context)) for e in examples) > 1800
+    features = squad.prepare_features(examples, tokenizer, max_seq_length=LENGTH, doc_stride=16)
+    assert len(features) > 100 * len(examples)
+    predictions, n_best = squad_cli.answer(model, examples, features)
+    scores = squad.squad_scores(examples, predictions)
+    assert scores["exact_match"] >= 80.0, (scores, predictions)
+
+
+def test_kbl_finetune_squad_on_the_real_sample_file(tmp_path):
+    from keras_bert_lab import cli
+
+    sample = str(locate("squad_sample"))
+    vocabulary = small_vocabulary(json.loads(open(sample, encoding="utf-8").read()))
+    config = BertConfig.from_size("tiny", num_layers=1, max_positions=128,
+                                  vocab_size=len(vocabulary))
+    preset = BertSpanQA(BertBackbone(config)).save_to_preset(tmp_path / "tiny",
+                                                            vocabulary=vocabulary)
+    output = tmp_path / "run"
+    code = cli.main(["finetune", "squad", "--train", sample, "--valid", sample, "--predict", sample,
+                     "--preset", str(preset), "--output", str(output), "--epochs", "1",
+                     "--batch-size", "4", "--sequence-length", "96", "--doc-stride", "48"])
+    assert code == 0
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert set(metrics["best"]) >= {"exact_match", "f1"} and metrics["test"]["total"] == 5
+    predictions = json.loads((output / "predictions.json").read_text())
+    examples, _ = squad.read_squad(sample)
+    assert sorted(predictions) == sorted(e.id for e in examples)
+    for example in examples:                      # every answer is a piece of its context
+        assert predictions[example.id] in example.context and predictions[example.id]
+    assert (output / "log.csv").exists()
+    reloaded = BertSpanQA.from_preset(output / "preset")
+    x = {k: v[:1, :32] for k, v in squad.prepare_features(
+        examples[:1], reloaded.tokenizer, max_seq_length=96).inputs.items()}
+    assert np.isfinite(keras.ops.convert_to_numpy(reloaded(x)["start_logits"])).all()
