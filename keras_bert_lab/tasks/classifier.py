@@ -1,0 +1,206 @@
+"""``BertClassifier``: a sentence or sentence-pair classifier (or regressor) on a ``BertBackbone``.
+
+BERT fine-tunes for classification by adding one layer on top of the pooled ``[CLS]`` state
+(Devlin et al. 2019, §4.1: "the only new parameters introduced during fine-tuning are
+classification layer weights W ∈ R^{K×H}"): ``logits = W · dropout(pooled) + b``. Single
+sentences pack as ``[CLS] A [SEP]``, pairs (entailment, paraphrase, STS-B similarity) as
+``[CLS] A [SEP] B [SEP]``. Three problems share the head, as in Hugging Face's
+``BertForSequenceClassification`` (``problem_type``):
+
+- ``"single_label"``: K-way softmax, sparse categorical cross-entropy (SST-2, MNLI …);
+- ``"regression"``: one output and mean squared error (STS-B similarity scores);
+- ``"multi_label"``: K independent sigmoids, binary cross-entropy averaged over the K outputs.
+
+Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden, ``K`` outputs.
+"""
+
+import keras
+import numpy as np
+
+from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.models.bert import BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.tasks.base import Task, backbone_inputs
+from keras_bert_lab.training.optimizers import adamw
+
+PROBLEMS = ("single_label", "regression", "multi_label")
+
+
+def check_head_arguments(num_classes, problem, labels):
+    """``num_classes`` resolved and checked against ``problem`` and ``labels`` (``ConfigError``)."""
+    if problem not in PROBLEMS:
+        raise ConfigError(f"problem={problem!r}; choose one of {PROBLEMS}.")
+    if num_classes is None:
+        num_classes = len(labels) if labels else (1 if problem == "regression" else 2)
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise ConfigError(f"num_classes must be an integer, got {num_classes!r}.")
+    num_classes = int(num_classes)
+    if problem == "regression" and num_classes != 1:
+        raise ConfigError(f"problem='regression' predicts one score; num_classes must be 1, got "
+                          f"{num_classes} (leave it out).")
+    if problem == "single_label" and num_classes < 2:
+        raise ConfigError(f"problem='single_label' needs num_classes >= 2, got {num_classes}; "
+                          "use problem='regression' for a single score.")
+    if num_classes < 1:
+        raise ConfigError(f"num_classes must be positive, got {num_classes}.")
+    if labels is not None:
+        labels = [str(name) for name in labels]
+        if problem == "regression":
+            raise ConfigError("labels (class names) make no sense for problem='regression'; "
+                              "leave them out.")
+        if len(labels) != num_classes or len(set(labels)) != len(labels):
+            raise ConfigError(f"labels must be {num_classes} distinct names (one per class), got "
+                              f"{labels}.")
+    return num_classes, labels
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class BertClassifier(Task):
+    """Pooled ``[CLS]`` output → dropout → ``Dense(K)``: BERT's classification/regression head.
+
+    Inputs: the backbone's ``token_ids``, ``segment_ids``, ``padding_mask`` (B, T). Output:
+    ``(B, K)`` float32 logits (Hugging Face's ``logits``; a regression score is ``(B, 1)``). The
+    head layer is called ``classifier`` as in ``BertForSequenceClassification``, whose weights
+    therefore map one to one (``kernel = classifier.weight.T``).
+
+    Args:
+        backbone: a ``BertBackbone``.
+        num_classes: ``K``; default 2 (1 for regression, ``len(labels)`` when labels are given).
+        problem: ``"single_label"``, ``"regression"`` or ``"multi_label"`` (see the module doc).
+        dropout: dropout rate before the head; default the backbone config's ``dropout``.
+        labels: optional class names (id = position); :meth:`predict_texts` returns them and a
+            saved preset keeps them.
+        sequence_length: the length :meth:`preprocess` truncates and pads raw texts to.
+
+    Example:
+    >>> import numpy as np
+    >>> model = BertClassifier(BertBackbone("tiny"), num_classes=3)
+    >>> model.compile()
+    >>> x = {"token_ids": np.array([[101, 7592, 102, 0], [101, 2088, 2003, 102]]),
+    ...      "segment_ids": np.zeros((2, 4), "int32"),
+    ...      "padding_mask": np.array([[1, 1, 1, 0], [1, 1, 1, 1]])}
+    >>> tuple(model.predict(x, verbose=0).shape)
+    (2, 3)
+    >>> history = model.fit(x, np.array([0, 2]), epochs=2, verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'loss']
+
+    From raw text with a preset's tokenizer (here a tiny random model saved with the real vocab):
+
+    >>> import tempfile
+    >>> from keras_bert_lab.datasets import locate
+    >>> path = BertClassifier(BertBackbone("tiny"), labels=["neg", "pos"]).save_to_preset(
+    ...     tempfile.mkdtemp() + "/clf", vocabulary=locate("bert_uncased_vocab"))
+    >>> model = BertClassifier.from_preset(path)
+    >>> out = model.predict_texts(["A gripping, funny film.", "Dull."])
+    >>> out["probabilities"].shape, all(label in ("neg", "pos") for label in out["labels"])
+    ((2, 2), True)
+    """
+
+    def __init__(self, backbone, num_classes=None, problem="single_label", dropout=None,
+                 labels=None, sequence_length=128, **kwargs):
+        num_classes, labels = check_head_arguments(num_classes, problem, labels)
+        rate = backbone.config.dropout if dropout is None else float(dropout)
+        head_dropout = keras.layers.Dropout(rate, dtype=backbone.dtype_policy,
+                                            name="classifier_dropout")
+        head = keras.layers.Dense(
+            num_classes, kernel_initializer=truncated_normal(backbone.config.initializer_range),
+            dtype=backbone.dtype_policy, name="classifier")
+        inputs = backbone_inputs()
+        pooled = backbone(inputs)["pooled_output"]                          # (B, H)
+        logits = keras.ops.cast(head(head_dropout(pooled)), "float32")      # (B, K)
+        super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
+        self.classifier_dropout, self.classifier = head_dropout, head
+        self.num_classes, self.problem, self.dropout = num_classes, problem, dropout
+        self.labels, self.sequence_length = labels, int(sequence_length)
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Defaults per problem: AdamW (lr 2e-5, decay on ≥2-D weights, clip 1.0) and
+
+        - single_label: sparse categorical cross-entropy on logits, accuracy;
+        - regression: mean squared error, mean absolute error;
+        - multi_label: binary cross-entropy on logits, binary accuracy at logit 0 (p = 0.5).
+        """
+        if optimizer == "auto":
+            optimizer = adamw(self, learning_rate=2e-5)
+        if loss == "auto":
+            loss = {"single_label": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                    "regression": keras.losses.MeanSquaredError(),
+                    "multi_label": keras.losses.BinaryCrossentropy(from_logits=True)}[self.problem]
+        if metrics == "auto":
+            metrics = {"single_label": [keras.metrics.SparseCategoricalAccuracy("accuracy")],
+                       "regression": [keras.metrics.MeanAbsoluteError("mae")],
+                       "multi_label": [keras.metrics.BinaryAccuracy("accuracy", threshold=0.0)],
+                       }[self.problem]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    # ---- raw text ----------------------------------------------------------------------------
+    def preprocess(self, texts, texts_pair=None, sequence_length=None):
+        """Packed NumPy features ``{token_ids, segment_ids, padding_mask}`` (N, L) of raw texts.
+
+        Uses the preset's tokenizer (or the one set with ``model.tokenizer = ...``); pairs pack as
+        ``[CLS] A [SEP] B [SEP]``, cut longest-first to ``sequence_length`` (default: the model's).
+        """
+        from keras_bert_lab.text.labelled_data import pack_texts
+
+        return pack_texts(self.tokenizer, texts, texts_pair,
+                          sequence_length=sequence_length or self.sequence_length)
+
+    def predict_texts(self, texts, texts_pair=None, batch_size=32, sequence_length=None):
+        """Predictions for raw strings (or pairs): a dict of NumPy arrays / lists.
+
+        ``logits`` (N, K) always; ``single_label``: ``probabilities`` (softmax), ``ids`` and
+        ``labels`` (class names, or the ids when the model has none); ``multi_label``:
+        ``probabilities`` (sigmoid), ``ids`` (a list of active class ids per text, p ≥ 0.5) and
+        ``labels``; ``regression``: ``scores`` (N,).
+        """
+        single = isinstance(texts, str)
+        if single:
+            texts = [texts]
+            texts_pair = None if texts_pair is None else [texts_pair]
+        features = self.preprocess(texts, texts_pair, sequence_length)
+        logits = predict_in_batches(self, features, batch_size)
+        return {"logits": logits, **decode_logits(logits, self.problem, self.labels)}
+
+    def get_config(self):
+        return {**super().get_config(), "num_classes": self.num_classes, "problem": self.problem,
+                "dropout": self.dropout, "labels": self.labels,
+                "sequence_length": self.sequence_length}
+
+
+def decode_logits(logits, problem, labels=None):
+    """Probabilities/labels (or scores) from ``(N, K)`` logits, in NumPy (see ``predict_texts``)."""
+    logits = np.asarray(logits, dtype="float64")
+    if problem == "regression":
+        return {"scores": logits[:, 0]}
+    if problem == "single_label":
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
+        ids = probabilities.argmax(axis=-1)
+        names = [labels[i] for i in ids] if labels else ids.tolist()
+        return {"probabilities": probabilities, "ids": ids, "labels": names}
+    probabilities = 1.0 / (1.0 + np.exp(-logits))
+    ids = [np.flatnonzero(row >= 0.5).tolist() for row in probabilities]
+    names = [[labels[i] for i in row] for row in ids] if labels else ids
+    return {"probabilities": probabilities, "ids": ids, "labels": names}
+
+
+def predict_in_batches(model, features, batch_size=32, length_multiple=16):
+    """``model`` outputs for packed NumPy features, batch by batch, each batch cut to its longest
+    row rounded up to ``length_multiple`` (padding changes no output; fewer tokens, less time).
+
+    Works for ``(N, L)`` features and ``(N, C, L)`` multiple-choice features.
+    """
+    n = len(features["padding_mask"])
+    outputs = []
+    for start in range(0, n, batch_size):
+        batch = {k: np.asarray(v[start:start + batch_size]) for k, v in features.items()}
+        longest = int(batch["padding_mask"].sum(axis=-1).max()) if n else 1
+        length = min(batch["padding_mask"].shape[-1],
+                     max(1, -(-longest // length_multiple) * length_multiple))
+        batch = {k: v[..., :length] for k, v in batch.items()}
+        outputs.append(keras.ops.convert_to_numpy(model.predict_on_batch(batch)))
+    if not outputs:
+        return np.zeros((0,) + tuple(model.output.shape[1:]), "float32")
+    return np.concatenate(outputs)
+

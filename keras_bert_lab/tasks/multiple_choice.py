@@ -1,0 +1,120 @@
+"""``BertMultipleChoice``: pick the right continuation among C candidates (SWAG, RACE, ARC).
+
+BERT's SWAG recipe (Devlin et al. 2019, §4.4): pack the context with each of the C choices as a
+pair ``[CLS] context [SEP] choice [SEP]``, run all C sequences through the encoder, score each
+pooled ``[CLS]`` state with one shared vector (``Dense(1)``) and normalise the C scores with a
+softmax — "the only task-specific parameters introduced is a vector whose dot product with the
+[CLS] token representation C denotes a score for each choice". The loss is cross-entropy over
+the choices, as in Hugging Face's ``BertForMultipleChoice``.
+
+Shapes: ``B`` batch, ``C`` choices, ``T`` tokens, ``H`` hidden.
+"""
+
+import keras
+from keras import ops
+
+from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.tasks.base import Task
+from keras_bert_lab.training.optimizers import adamw
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class FoldChoices(keras.layers.Layer):
+    """``(B, C, T)`` → ``(B·C, T)``: every choice becomes its own row for the encoder."""
+
+    def call(self, x):
+        return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+    def compute_output_spec(self, x):
+        return keras.KerasTensor((None, x.shape[-1]), dtype=x.dtype)  # ids stay int32
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class UnfoldChoices(keras.layers.Layer):
+    """Scores ``(B·C, 1)`` → ``(B, C)``, with ``C`` read from the ``(B, C, T)`` inputs."""
+
+    def call(self, scores, reference):
+        return ops.reshape(scores, (-1, ops.shape(reference)[1]))
+
+    def compute_output_shape(self, scores_shape, reference_shape):
+        return (reference_shape[0], reference_shape[1])
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class BertMultipleChoice(Task):
+    """A shared ``Dense(1)`` score on each (context, choice) pair's pooled output; softmax over C.
+
+    Inputs: ``token_ids``, ``segment_ids``, ``padding_mask``, each ``(B, C, T)`` int (pack them
+    with :func:`keras_bert_lab.text.labelled_data.pack_choices`). Output: ``(B, C)`` float32
+    logits; the label is the index of the right choice. Any number of choices works (the same C
+    within a batch).
+
+    Args:
+        backbone: a ``BertBackbone``.
+        dropout: dropout rate before the scoring layer; default the backbone config's ``dropout``.
+        sequence_length: the length :meth:`preprocess` truncates and pads each pair to.
+
+    Example:
+    >>> import numpy as np
+    >>> model = BertMultipleChoice(BertBackbone("tiny"))
+    >>> model.compile()
+    >>> ids = np.array([[[101, 7592, 102, 2088, 102], [101, 7592, 102, 2003, 102]]])  # B=1, C=2
+    >>> x = {"token_ids": ids, "segment_ids": np.array([[[0, 0, 0, 1, 1]] * 2]),
+    ...      "padding_mask": np.ones_like(ids)}
+    >>> tuple(model.predict(x, verbose=0).shape)
+    (1, 2)
+    >>> history = model.fit(x, np.array([1]), epochs=2, verbose=0)
+    >>> sorted(history.history)
+    ['accuracy', 'loss']
+    """
+
+    def __init__(self, backbone, dropout=None, sequence_length=128, **kwargs):
+        rate = backbone.config.dropout if dropout is None else float(dropout)
+        fold = FoldChoices(name="fold_choices")
+        unfold = UnfoldChoices(name="unfold_choices")
+        head_dropout = keras.layers.Dropout(rate, dtype=backbone.dtype_policy,
+                                            name="classifier_dropout")
+        head = keras.layers.Dense(
+            1, kernel_initializer=truncated_normal(backbone.config.initializer_range),
+            dtype=backbone.dtype_policy, name="classifier")
+        inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
+                  for name in INPUT_NAMES}                                      # (B, C, T)
+        pooled = backbone({name: fold(inputs[name]) for name in INPUT_NAMES})["pooled_output"]
+        scores = head(head_dropout(pooled))                                     # (B·C, 1)
+        logits = ops.cast(unfold(scores, inputs["token_ids"]), "float32")       # (B, C)
+        super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
+        self.fold_choices, self.unfold_choices = fold, unfold
+        self.classifier_dropout, self.classifier = head_dropout, head
+        self.dropout, self.sequence_length = dropout, int(sequence_length)
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Defaults: AdamW (lr 2e-5, decay on ≥2-D weights, clip 1.0), softmax cross-entropy over
+        the choices, accuracy."""
+        if optimizer == "auto":
+            optimizer = adamw(self, learning_rate=2e-5)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if metrics == "auto":
+            metrics = [keras.metrics.SparseCategoricalAccuracy("accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def preprocess(self, contexts, choices, sequence_length=None):
+        """Packed NumPy features ``(N, C, L)`` of raw contexts and their choice lists."""
+        from keras_bert_lab.text.labelled_data import pack_choices
+
+        return pack_choices(self.tokenizer, contexts, choices,
+                            sequence_length=sequence_length or self.sequence_length)
+
+    def predict_texts(self, contexts, choices, batch_size=8, sequence_length=None):
+        """``{"logits" (N, C), "probabilities" (N, C), "ids" (N,)}`` for raw texts (NumPy)."""
+        from keras_bert_lab.tasks.classifier import decode_logits, predict_in_batches
+
+        features = self.preprocess(contexts, choices, sequence_length)
+        logits = predict_in_batches(self, features, batch_size)
+        decoded = decode_logits(logits, "single_label")
+        return {"logits": logits, "probabilities": decoded["probabilities"], "ids": decoded["ids"]}
+
+    def get_config(self):
+        return {**super().get_config(), "dropout": self.dropout,
+                "sequence_length": self.sequence_length}

@@ -1,0 +1,144 @@
+"""``kbl finetune classify | pair | choice``: metrics against scipy / hand formulas, argument and
+data errors, and tiny end-to-end runs."""
+
+import argparse
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from keras_bert_lab import BertBackbone
+from keras_bert_lab.datasets import locate
+from keras_bert_lab.errors import DataError
+from keras_bert_lab.finetune import classify
+from keras_bert_lab.tasks.classifier import BertClassifier
+from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    classify.register(parser.add_subparsers(dest="task"))
+    return parser.parse_args(list(argv))
+
+
+# ---- metrics ---------------------------------------------------------------------------------
+def test_correlations_match_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    y = 0.6 * x + rng.normal(size=200)
+    ties_x, ties_y = np.round(x), np.round(y * 2) / 2          # many ties
+    for a, b in ((x, y), (ties_x, ties_y)):
+        assert classify.pearson(a, b) == pytest.approx(stats.pearsonr(a, b)[0], abs=1e-12)
+        assert classify.spearman(a, b) == pytest.approx(stats.spearmanr(a, b)[0], abs=1e-12)
+        np.testing.assert_allclose(classify.rank(a), stats.rankdata(a))
+    assert classify.pearson([1, 1, 1], [1, 2, 3]) == 0.0     # constant input: no correlation
+
+
+def test_accuracy_and_macro_f1_by_hand():
+    y_true = np.array([0, 0, 1, 1, 1, 2, 2, 3])
+    y_pred = np.array([0, 1, 1, 1, 0, 2, 0, 1])
+    # per class: (tp, true, predicted) -> F1 = 2 tp / (true + predicted)
+    counts = {0: (1, 2, 3), 1: (2, 3, 4), 2: (1, 2, 1), 3: (0, 1, 0)}
+    expected = np.mean([2 * tp / (t + p) for tp, t, p in counts.values()])
+    assert classify.macro_f1(y_true, y_pred) == pytest.approx(expected)
+    assert classify.accuracy(y_true, y_pred) == 4 / 8
+    # multi-label: exact-match accuracy, mean of per-column binary F1
+    t = np.array([[1, 0], [1, 1], [0, 1]])
+    p = np.array([[1, 0], [0, 1], [1, 1]])
+    assert classify.accuracy(t, p) == pytest.approx(1 / 3)
+    assert classify.macro_f1(t, p) == pytest.approx(np.mean([2 * 1 / (2 + 2), 2 * 2 / (2 + 2)]))
+
+
+def test_classification_scores_per_problem():
+    logits = np.array([[2.0, -1.0], [0.0, 1.0], [3.0, 0.0]])
+    scores = classify.classification_scores(logits, np.array([0, 1, 1]), "single_label")
+    assert scores["accuracy"] == pytest.approx(2 / 3)
+    reg = classify.classification_scores(np.array([[1.0], [2.0], [3.5]]), [1.0, 2.5, 3.0],
+                                         "regression")
+    assert set(reg) == {"pearson", "spearman", "mse"} and reg["spearman"] == pytest.approx(1.0)
+
+
+# ---- arguments and data ----------------------------------------------------------------------
+def test_subcommands_and_defaults():
+    args = parse("pair", "--dataset", "stsb", "--regression")
+    assert args.run is classify.run_classification and args.pair and args.regression
+    assert args.text_column == "sentence1" and args.text_pair_column == "sentence2"
+    args = parse("choice", "--train", "x.jsonl")
+    assert args.run is classify.run_choice and args.batch_size == 16
+    with pytest.raises(SystemExit):
+        parse("classify", "--dataset", "stsb")       # stsb is a pair data set
+
+
+def test_either_dataset_or_train(tmp_path):
+    args = parse("classify", "--output", str(tmp_path / "out"))
+    with pytest.raises(DataError, match="either --dataset NAME or --train FILE"):
+        classify.run_classification(args)
+
+
+def test_label_outside_the_given_set_is_named(tmp_path):
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\nnice,pos\nbad,neg\nmeh,neutral\n", encoding="utf-8")
+    args = parse("classify", "--train", str(train), "--labels", "neg,pos", "--valid-fraction",
+                 "0.5", "--output", str(tmp_path / "out"), "--preset", str(tiny_preset(tmp_path)))
+    with pytest.raises(DataError, match=r"label 'neutral' is not in the label set \['neg', 'pos'\]"):
+        classify.run_classification(args)
+
+
+# ---- tiny end-to-end runs ----------------------------------------------------------------------
+def tiny_preset(tmp_path):
+    path = tmp_path / "tiny"
+    if not path.exists():
+        BertBackbone("tiny").save_to_preset(path, vocabulary=locate("bert_uncased_vocab"))
+    return path
+
+
+def test_classify_run_from_csv_files(tmp_path):
+    rows = [("A warm, funny film.", "pos"), ("Dull and slow.", "neg"), ("Loved it.", "pos"),
+            ("A mess.", "neg")] * 4
+    for name in ("train", "test"):
+        with open(tmp_path / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["review", "sentiment"])
+            writer.writerows(rows)
+    out = tmp_path / "out"
+    args = parse("classify", "--train", str(tmp_path / "train.csv"), "--test",
+                 str(tmp_path / "test.csv"), "--text-column", "review", "--label-column",
+                 "sentiment", "--preset", str(tiny_preset(tmp_path)), "--output", str(out),
+                 "--epochs", "1", "--batch-size", "4", "--sequence-length", "16",
+                 "--valid-fraction", "0.25")
+    metrics = args.run(args)
+    assert metrics["labels"] == ["neg", "pos"] and metrics["sizes"] == {
+        "train": 12, "valid": 4, "test": 16}
+    assert set(metrics["test"]) == {"accuracy", "macro_f1"}
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["best"]["accuracy"] == metrics["best"]["accuracy"]
+    model = BertClassifier.from_preset(out / "preset")
+    assert model.labels == ["neg", "pos"] and model.sequence_length == 16
+    predictions = list(csv.DictReader(open(out / "test_predictions.csv", encoding="utf-8")))
+    assert len(predictions) == 16 and {p["predicted"] for p in predictions} <= {"neg", "pos"}
+
+
+def test_pair_regression_and_choice_runs(tmp_path):
+    pairs = [{"sentence1": "A man plays.", "sentence2": "A man is playing.", "score": 4.5},
+             {"sentence1": "A cat sleeps.", "sentence2": "The market fell.", "score": 0.2}] * 4
+    train = tmp_path / "pairs.jsonl"
+    train.write_text("".join(json.dumps(p) + "\n" for p in pairs), encoding="utf-8")
+    args = parse("pair", "--regression", "--train", str(train), "--valid", str(train),
+                 "--label-column", "score", "--preset", str(tiny_preset(tmp_path)),
+                 "--output", str(tmp_path / "pair"), "--epochs", "1", "--batch-size", "4",
+                 "--sequence-length", "16", "--limit", "4")
+    metrics = args.run(args)
+    assert metrics["problem"] == "regression" and metrics["sizes"]["train"] == 4
+    assert {"pearson", "spearman", "mse"} <= set(metrics["best"])
+    rows = [{"context": "He opened the door", "choices": ["and walked in.", "and ate it."],
+             "label": 0}] * 6
+    mc = tmp_path / "mc.jsonl"
+    mc.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = parse("choice", "--train", str(mc), "--valid", str(mc), "--test", str(mc),
+                 "--preset", str(tiny_preset(tmp_path)), "--output", str(tmp_path / "mc"),
+                 "--epochs", "1", "--batch-size", "3", "--sequence-length", "16")
+    metrics = args.run(args)
+    assert 0.0 <= metrics["test"]["accuracy"] <= 1.0
+    assert BertMultipleChoice.from_preset(tmp_path / "mc" / "preset").sequence_length == 16

@@ -1,0 +1,81 @@
+"""BertMultipleChoice: parity with transformers.BertForMultipleChoice, training, presets."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lab import BertBackbone, BertConfig
+from keras_bert_lab.convert.huggingface import config_to_hf, load_hf_weights
+from keras_bert_lab.datasets import locate
+from keras_bert_lab.tasks.classifier import predict_in_batches
+from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
+from tests.conftest import padded_pair_batch, to_numpy
+
+TOLERANCE = 1e-5
+CONFIG = BertConfig.from_size("tiny", num_layers=2, num_heads=4, vocab_size=2000,
+                              max_positions=64)
+
+
+def choice_batch(batch=2, choices=3, seed=0):
+    """(B, C, T) pairs of different lengths: row-major over (example, choice)."""
+    rng = np.random.default_rng(seed)
+    lengths = tuple(int(n) for n in rng.integers(8, 20, size=batch * choices))
+    flat = padded_pair_batch(vocab_size=CONFIG.vocab_size, lengths=lengths,
+                             first_lengths=tuple(n // 2 - 1 for n in lengths), seed=seed)
+    return {k: v.reshape(batch, choices, -1) for k, v in flat.items()}
+
+
+def test_logits_and_loss_match_transformers():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    hf = transformers.BertForMultipleChoice(
+        transformers.BertConfig(**config_to_hf(CONFIG))).eval()
+    with torch.no_grad():
+        for name, param in hf.named_parameters():
+            if param.ndim == 1:
+                param.normal_(mean=1.0 if name.endswith("LayerNorm.weight") else 0.0, std=0.1)
+    ours = BertMultipleChoice(BertBackbone(CONFIG))
+    state = {k: v.numpy() for k, v in hf.state_dict().items()}
+    leftover = load_hf_weights(ours, state, allow_partial=True)
+    assert leftover["missing"] == [] and leftover["unexpected"] == ["classifier.bias",
+                                                                    "classifier.weight"]
+    ours.classifier.kernel.assign(state["classifier.weight"].T)
+    ours.classifier.bias.assign(state["classifier.bias"])
+    batch = choice_batch()
+    labels = np.array([2, 0])
+    with torch.no_grad():
+        expected = hf(input_ids=torch.tensor(batch["token_ids"], dtype=torch.long),
+                      token_type_ids=torch.tensor(batch["segment_ids"], dtype=torch.long),
+                      attention_mask=torch.tensor(batch["padding_mask"], dtype=torch.long),
+                      labels=torch.tensor(labels))
+    logits = to_numpy(ours(batch))
+    assert logits.shape == (2, 3) and logits.dtype == np.float32
+    np.testing.assert_allclose(logits, expected.logits.numpy(), atol=TOLERANCE, rtol=0)
+    ours.compile()
+    loss = ours.evaluate(batch, labels, return_dict=True, verbose=0)["loss"]
+    assert abs(loss - expected.loss.item()) < 1e-5 * max(1.0, abs(loss))
+
+
+def test_fit_on_a_tiny_batch_reduces_the_loss():
+    model = BertMultipleChoice(BertBackbone(CONFIG), dropout=0.0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    x, y = choice_batch(batch=4, choices=2, seed=1), np.array([0, 1, 1, 0])
+    losses = [float(model.train_on_batch(x, y, return_dict=True)["loss"]) for _ in range(25)]
+    assert losses[-1] < 0.3 * losses[0], losses
+
+
+def test_number_of_choices_is_free_and_preset_round_trip(tmp_path):
+    model = BertMultipleChoice(BertBackbone("tiny"), sequence_length=24)
+    path = model.save_to_preset(tmp_path / "mc", vocabulary=locate("bert_uncased_vocab"))
+    loaded = BertMultipleChoice.from_preset(path)
+    assert loaded.sequence_length == 24
+    contexts = ["She opened the umbrella", "The cake came out of the oven"]
+    choices = [["because it rained.", "and ate it.", "then sang."],
+               ["golden and warm.", "and flew away.", "in a hurry."]]
+    out = loaded.predict_texts(contexts, choices)
+    original = predict_in_batches(model, loaded.preprocess(contexts, choices))
+    np.testing.assert_allclose(out["logits"], original, atol=1e-6)
+    assert out["logits"].shape == (2, 3) and out["ids"].shape == (2,)
+    two = loaded.predict_texts(contexts, [c[:2] for c in choices])["logits"]
+    np.testing.assert_allclose(two, out["logits"][:, :2], atol=1e-5)  # scores are per choice
