@@ -9,7 +9,13 @@ their own constructor arguments in ``get_config`` as ``{**super().get_config(), 
 
 import keras
 
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.models.bert import INPUT_NAMES
+
+
+class NoTokenizerError(ConfigError, AttributeError):
+    """A task without a tokenizer was asked for one. Also an ``AttributeError``: TensorFlow's
+    attribute tracking reads an attribute before setting it and expects that type."""
 
 
 def backbone_inputs():
@@ -56,7 +62,7 @@ class Task(keras.Model):
         if self._tokenizer is None:
             info = getattr(self.backbone, "preset_info", None)
             if info is None:
-                raise ValueError(f"This {type(self).__name__} was not loaded from a preset; set "
+                raise NoTokenizerError(f"This {type(self).__name__} was not loaded from a preset; set "
                                  "`model.tokenizer = WordPieceTokenizer(vocab)` first.")
             from keras_bert_lab.text.tokenizer import WordPieceTokenizer
 
