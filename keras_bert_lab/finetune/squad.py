@@ -25,7 +25,16 @@ from keras_bert_lab.text import squad
 
 
 def register(subparsers):
-    """Add the ``squad`` subcommand to ``kbl finetune``."""
+    """Add the ``squad`` subcommand to ``kbl finetune``.
+
+    Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbl finetune")
+    >>> _ = register(parser.add_subparsers())
+    >>> args = parser.parse_args(["squad", "--train", "t.json", "--valid", "v.json", "--version-2"])
+    >>> args.doc_stride, args.max_query_length, args.version_2, args.sequence_length
+    (128, 64, True, 384)
+    """
     parser = subparsers.add_parser(
         "squad", help="extractive QA (SQuAD v1.1/v2.0 JSON)",
         description="Fine-tune a span-QA head on SQuAD-format JSON files; monitors validation "
