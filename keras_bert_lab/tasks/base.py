@@ -13,11 +13,6 @@ from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.models.bert import INPUT_NAMES
 
 
-class NoTokenizerError(ConfigError, AttributeError):
-    """A task without a tokenizer was asked for one. Also an ``AttributeError``: TensorFlow's
-    attribute tracking reads an attribute before setting it and expects that type."""
-
-
 def backbone_inputs():
     """``{name: keras.Input}`` for the backbone's three int32 inputs, each ``(B, T)``."""
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
@@ -62,7 +57,7 @@ class Task(keras.Model):
         if self._tokenizer is None:
             info = getattr(self.backbone, "preset_info", None)
             if info is None:
-                raise NoTokenizerError(f"This {type(self).__name__} was not loaded from a preset; set "
+                raise ConfigError(f"This {type(self).__name__} was not loaded from a preset; set "
                                  "`model.tokenizer = WordPieceTokenizer(vocab)` first.")
             from keras_bert_lab.text.tokenizer import WordPieceTokenizer
 
@@ -71,9 +66,12 @@ class Task(keras.Model):
             self._tokenizer = WordPieceTokenizer(list(info.vocabulary), **options)
         return self._tokenizer
 
-    @tokenizer.setter
-    def tokenizer(self, tokenizer):
-        self._tokenizer = tokenizer
+    def __setattr__(self, name, value):
+        # `model.tokenizer = ...` goes straight to the private slot: TensorFlow's attribute
+        # tracking would first read the property, which raises while no tokenizer is set.
+        if name == "tokenizer":
+            name = "_tokenizer"
+        super().__setattr__(name, value)
 
     def get_config(self):
         return {"backbone": keras.saving.serialize_keras_object(self.backbone),
