@@ -14,11 +14,5 @@ def add_arguments(parser):
     """Add the task subcommands (each sets ``run``) to the ``kbl finetune`` parser."""
     subparsers = parser.add_subparsers(dest="task", required=True, metavar="TASK")
     for name in TASK_MODULES:
-        try:
-            module = importlib.import_module(f"keras_bert_lab.finetune.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"keras_bert_lab.finetune.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"keras_bert_lab.finetune.{name}").register(subparsers)
     return subparsers
