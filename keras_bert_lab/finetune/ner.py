@@ -20,7 +20,6 @@ Example (WNUT-16 from MiniLM, as in benchmarks/RESULTS.md)::
 """
 
 import csv
-import pathlib
 
 import numpy as np
 

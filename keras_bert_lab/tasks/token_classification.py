@@ -9,7 +9,7 @@ from keras import ops
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import dropout as dropout_layer
 from keras_bert_lab.layers.common import truncated_normal
-from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
+from keras_bert_lab.models.bert import BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task, backbone_inputs
 from keras_bert_lab.training.optimizers import adamw
 

@@ -5,10 +5,10 @@ model sees WordPiece *pieces*. Each word is tokenized on its own (what HF's
 ``is_split_into_words=True`` does), so a piece always knows which input word it came from — even
 when BERT's basic tokenizer cuts one input word such as ``don't`` into ``don ' t``. The word's tag
 goes on its first piece; the other pieces, ``[CLS]``, ``[SEP]`` and padding get sample weight 0
-(HF's label ``-100``), or — with ``label_all_pieces`` — the continuation pieces get the word's tag
-(``I-X`` when the word is ``B-X``). Predictions come back to one tag per word from each word's
-first piece; words cut off by truncation (or made of characters BERT drops) are predicted ``O`` and
-still count in the scores.
+(HF's label ``-100``), or — with ``label_all_pieces`` — the continuation pieces get the word's
+tag (``I-X`` when the word is ``B-X``). Predictions come back to one tag per word from each word's
+first piece; words cut off by truncation (or made of characters BERT drops) are predicted ``O``
+and still count in the scores.
 
 Entity-level precision/recall/F1 follow ``seqeval`` exactly: the default mode is conlleval's
 chunking (an ``I-X`` after ``O`` or after another type starts an entity; types change ends one),

@@ -90,7 +90,7 @@ def test_tiny_run_writes_metrics_per_type_and_predictions(tmp_path):
     assert saved["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     assert set(saved["test"]) >= {"precision", "recall", "f1", "strict_f1"}
     # the reported test F1 is seqeval's on the written predictions
-    sentences, gold, predicted = [], [], []
+    gold, predicted = [], []
     for block in (out / "test_predictions.conll").read_text().strip().split("\n\n"):
         rows = [line.split(" ") for line in block.split("\n")]
         gold.append([r[1] for r in rows])

@@ -65,7 +65,8 @@ def test_logits_and_loss_match_transformers(models):
                       attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
                       labels=torch.tensor(labels))
     logits = ours(x)
-    assert keras.backend.standardize_dtype(logits.dtype) == "float32" and tuple(logits.shape) == (3, 14, len(LABELS))
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    assert tuple(logits.shape) == (3, 14, len(LABELS))
     real = x["padding_mask"].astype(bool)
     np.testing.assert_allclose(to_numpy(logits)[real], expected.logits.numpy()[real],
                                atol=TOLERANCE, rtol=0)
