@@ -232,14 +232,17 @@ def prepare_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
     if not examples:
         raise DataError("No examples to prepare; the SQuAD file has no usable questions.")
     questions = tokenizer.tokenize([e.question for e in examples])
-    contexts = tokenizer.tokenize_with_offsets([e.context for e in examples])
+    unique = list(dict.fromkeys(e.context for e in examples))   # SQuAD asks ~5 per context
+    context_index = {context: i for i, context in enumerate(unique)}
+    contexts = tokenizer.tokenize_with_offsets(unique)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     rows = collections.defaultdict(list)
     no_tokens = 0
     for index, example in enumerate(examples):
         question = list(questions[index])[:max_query_length]
-        ids = contexts["token_ids"][index]
-        starts, ends = contexts["start_offsets"][index], contexts["end_offsets"][index]
+        c = context_index[example.context]
+        ids = contexts["token_ids"][c]
+        starts, ends = contexts["start_offsets"][c], contexts["end_offsets"][c]
         if not ids:
             no_tokens += 1
             continue
