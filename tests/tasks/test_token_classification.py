@@ -116,7 +116,7 @@ def test_predict_tags_one_tag_per_word():
     vocab = tiny_vocab(CONFIG.vocab_size)
     model = BertTokenClassifier(BertBackbone(CONFIG), labels=LABELS)
     words = [["w1", "w2p3", "w5"], ["w7"], [f"w{i}" for i in range(1, 40)]]
-    # (the tokenizer is passed: `model.tokenizer = ...` fails on TensorFlow, see base.py)
+    # an explicit tokenizer (the model was not loaded from a preset)
     tags = model.predict_tags(words, sequence_length=16, tokenizer=WordPieceTokenizer(vocab))
     assert [len(t) for t in tags] == [3, 1, 39]
     assert all(tag in LABELS for sentence in tags for tag in sentence)
