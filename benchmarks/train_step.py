@@ -1,12 +1,30 @@
-"""Throughput of one BERT pretraining step: keras_bert_lab against keras-hub and Hugging Face.
+"""Throughput of BERT's pretraining recipe: keras_bert_lab against keras-hub and Hugging Face.
 
-What is timed: one optimizer step of masked-LM (+ next-sentence) pretraining on a fixed batch of
-``B × T`` tokens (default 32 × 128) with ``P`` masked positions per sequence (default 20), AdamW
-(lr 1e-4, weight decay 0.01 on ≥2-D weights, ε 1e-6, gradients clipped to global norm 1.0),
-dropout 0.1 on hidden states *and* attention probabilities, float32, for each size (default mini
-and small) and each Keras backend (default tensorflow, jax, torch).
+What is timed: optimizer steps of masked-LM (+ next-sentence) pretraining on a fixed micro-batch
+of ``B × T`` tokens (default 32 × 128) with ``P`` masked positions per sequence (default 20),
+AdamW (lr 1e-4, weight decay 0.01 on ≥2-D weights, ε 1e-6, gradients clipped to global norm 1.0),
+dropout 0.1 on hidden states *and* attention probabilities, for each size (default mini and small),
+each Keras backend (default tensorflow, jax, torch) and each *recipe* (``--recipes``):
 
-Implementations, each (backend, implementation, size) in its own subprocess:
+- ``fp32``: float32, each framework's default compilation (below);
+- ``bf16``: mixed precision — Keras ``mixed_bfloat16`` (bf16 compute, float32 weights; set before
+  the model is built), HF ``torch.autocast("cpu", dtype=torch.bfloat16)`` around the forward pass
+  and loss (backward outside, as PyTorch recommends). No loss scaling is needed for bf16;
+- ``accum4`` (any ``accum<N>``): gradient accumulation — one optimizer step = ``N`` micro-batches
+  of ``B``; Keras ``gradient_accumulation_steps=N`` in the optimizer (one ``train_on_batch`` per
+  micro-batch, the update on every ``N``-th), HF as its ``Trainer`` does: ``(loss / N).backward()``
+  ``N`` times, then clip, ``optimizer.step()``, ``zero_grad()``. Reported per micro-batch
+  (sequences/s, tokens/s, s/micro-batch) and per optimizer step (s/opt step);
+- ``jit`` / ``nojit``: ``jit_compile`` forced to the value that is *not* the backend's default
+  (TensorFlow with XLA; JAX un-jitted; torch ``torch.compile`` — Keras ``jit_compile=True`` and HF
+  ``torch.compile(loss)`` — only with ``--torch-compile``, as compiling alone takes 35–78 s per
+  model here). A recipe equal to the default on a backend is not run twice.
+
+Ratios printed, per recipe: ours/keras-hub on the same backend and ours/HF (``hf_gathered``, torch,
+same recipe), both measured in the same run; and each row against its own fp32 row.
+
+Implementations, each (backend, implementation, size) in its own subprocess, holding one model
+per recipe (built and compiled at start-up):
 
 - ``keras_bert_lab``: ``BertPretrainer(BertBackbone(BertConfig.from_size(size)))`` with its default
   ``compile()`` (AdamW as above, MLM + NSP losses and accuracies); the time a user gets.
@@ -20,7 +38,7 @@ Implementations, each (backend, implementation, size) in its own subprocess:
   next_sentence_label=...)`` call, which scores all ``T`` positions against the vocabulary
   (labels -100 elsewhere).
 
-Each framework runs its fastest sensible CPU default: TensorFlow graph mode *without* XLA
+In recipe ``fp32`` each framework runs its fastest sensible CPU default: TensorFlow graph mode *without* XLA
 (``jit_compile=False``; XLA is slower for training on this CPU), JAX jitted (``jit_compile=True``,
 the Keras default), PyTorch eager (Keras' torch backend and HF alike). Threads: library defaults
 (all cores).
@@ -29,21 +47,22 @@ Method: the parent process starts one group of workers (``--group-by backend``, 
 size on one backend, i.e. keras_bert_lab + keras-hub, plus the two HF variants on torch; ``size``:
 every backend of one size at once, ~20 GB for small). Start-up (imports, build, first step =
 compile/trace, then ``--warmup`` more steps) overlaps two workers at a time; the workers are then
-kept alive and idle while the timed repeats are interleaved: in each repeat every worker in turn
-runs steps for ``--target-s`` seconds (or exactly ``--steps``), one worker at a time, in an order
-that rotates between repeats. Keras steps are ``train_on_batch`` calls, which return Python floats
+kept alive and idle while the timed repeats are interleaved: in each repeat every (worker,
+recipe) in turn runs optimizer steps for ``--target-s`` seconds (or ``--steps`` micro-batches,
+rounded up to whole optimizer steps), one at a time, in an order that rotates between repeats. Keras steps are ``train_on_batch`` calls, which return Python floats
 and so synchronise every step; HF's is a manual loop. The figure reported is the median over
 repeats of the per-repeat throughput. No ``fit`` on arrays is timed (keras-hub's routes through
 tf.data and can stall at epoch end). For each measurement the share of the machine's CPU time used
 by *other* processes is read from ``/proc/stat`` (column "other%"): a high value means the figure
-is contended. Workers get ``OMP_WAIT_POLICY=PASSIVE`` (see ``--omp-wait-policy``): with OpenMP's
+is contended; the 1-min load average is recorded with each measurement too. Workers get ``OMP_WAIT_POLICY=PASSIVE`` (see ``--omp-wait-policy``): with OpenMP's
 default spin-waiting, every torch step (Keras' torch backend and HF alike) ran 5–15× slower as
 soon as another process took one of the two cores.
 
 The machine's fp32 matmul ceiling is measured in the same run (large square matmuls with numpy,
-torch, jax and tensorflow, best of all; once before and once after the training steps; the higher
-is used) and MFU = model FLOP/s ÷ that ceiling, with the model FLOPs counted analytically for a
-training step with the MLM head at the gathered positions (3 × forward):
+torch, jax and tensorflow, best of all; once before and once after the training steps, the higher
+used; ``--fast``: 2048² once) and MFU = model FLOP/s ÷ that ceiling, with the model FLOPs counted analytically for a
+training step with the MLM head at the gathered positions (3 × forward), per micro-batch (the
+bf16 rows are divided by the same fp32 ceiling):
 
     forward = 2·N_dense·B·T                  (encoder matmul weights: L·(4H² + 2HI))
             + 4·L·B·T²·H                     (attention scores and weighted sum)
@@ -55,9 +74,11 @@ the useful work (it performs ~T/P× more decoder FLOPs).
 
 Usage::
 
-    .venv/bin/python benchmarks/train_step.py            # full run: 18 min on 2 shared cores
-    .venv/bin/python benchmarks/train_step.py --quick    # smoke test: 71-119 s (load 3-5)
-    .venv/bin/python benchmarks/train_step.py --sizes mini --backends jax,torch --steps 4
+    .venv/bin/python benchmarks/train_step.py            # everything (mini + small): ~1 h loaded
+    .venv/bin/python benchmarks/train_step.py --fast     # mini, ours/keras-hub/hf_gathered, all
+                                                         # recipes, 2 repeats: ~10 min loaded
+    .venv/bin/python benchmarks/train_step.py --quick    # smoke test (tiny, batch 8)
+    .venv/bin/python benchmarks/train_step.py --sizes mini --backends jax,torch --recipes fp32,bf16
 """
 
 import os
@@ -138,36 +159,81 @@ def emit(obj):
 
 
 # ----------------------------------------------------------------------------------------------
+# Recipes
+# ----------------------------------------------------------------------------------------------
+
+def parse_recipe(recipe):
+    """``(bf16, accumulation, jit)`` of a recipe name; ``jit`` None means the backend default."""
+    if recipe == "fp32":
+        return False, 1, None
+    if recipe == "bf16":
+        return True, 1, None
+    if recipe in ("jit", "nojit"):
+        return False, 1, recipe == "jit"
+    if recipe.startswith("accum") and recipe[5:].isdigit() and int(recipe[5:]) >= 2:
+        return False, int(recipe[5:]), None
+    raise ValueError(f"unknown recipe {recipe!r}: fp32, bf16, accum<N> (N >= 2), jit or nojit")
+
+
+def recipes_for(backend, impl, args):
+    """The recipes one worker runs: jit/nojit only where they differ from the backend's default
+    (HF: ``jit`` = ``torch.compile``); ``jit`` on torch only with ``--torch-compile``."""
+    out = []
+    for recipe in args.recipes:
+        _, _, jit = parse_recipe(recipe)
+        if jit is not None:
+            if jit == JIT[backend]:
+                continue  # the same as fp32 on this backend
+            if backend == "torch" and not args.torch_compile:
+                continue
+            if impl in HF_IMPLS and not jit:
+                continue
+        if impl == "hf_every_pos" and recipe != "fp32":
+            continue  # the stock HF call is timed in fp32 only (the peer of record is hf_gathered)
+        out.append(recipe)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # Worker side
 # ----------------------------------------------------------------------------------------------
 
-def build_keras(impl, size, backend):
+def build_keras(impl, size, backend, recipe):
     import keras
 
+    from keras_bert_lab.training.optimizers import adamw
+
+    bf16, accumulation, jit = parse_recipe(recipe)
+    jit = JIT[backend] if jit is None else jit
+    extra = {"gradient_accumulation_steps": accumulation} if accumulation > 1 else {}
     layers, hidden, heads = SIZES[size]
-    if impl == "keras_bert_lab":
-        from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
+    keras.config.set_dtype_policy("mixed_bfloat16" if bf16 else "float32")
+    try:
+        if impl == "keras_bert_lab":
+            from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 
-        config = BertConfig.from_size(size, dropout=DROPOUT, attention_dropout=DROPOUT)
-        model = BertPretrainer(BertBackbone(config))
-        model.compile(jit_compile=JIT[backend])  # its default AdamW, losses and metrics
-    else:
-        import keras_hub
+            config = BertConfig.from_size(size, dropout=DROPOUT, attention_dropout=DROPOUT)
+            model = BertPretrainer(BertBackbone(config))
+            # Its default losses and metrics; the AdamW of its default compile() (+ accumulation).
+            model.compile(optimizer=adamw(model, learning_rate=1e-4, **extra), jit_compile=jit)
+        else:
+            import keras_hub
 
-        from keras_bert_lab.training.optimizers import adamw
+            backbone = keras_hub.models.BertBackbone(
+                vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
+                intermediate_dim=4 * hidden, dropout=DROPOUT, max_sequence_length=MAX_POSITIONS,
+                num_segments=2)
+            model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+            # keras-hub's default loss and weighted accuracy; the AdamW of BertPretrainer.compile().
+            model.compile(optimizer=adamw(model, learning_rate=1e-4, **extra), jit_compile=jit)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    return keras, model, {"jit_compile": jit, "accumulation": accumulation,
+                          "dtype_policy": model.dtype_policy.name}
 
-        backbone = keras_hub.models.BertBackbone(
-            vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
-            intermediate_dim=4 * hidden, dropout=DROPOUT, max_sequence_length=MAX_POSITIONS,
-            num_segments=2)
-        model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-        # keras-hub's default loss and weighted accuracy; the AdamW of BertPretrainer.compile().
-        model.compile(optimizer=adamw(model, learning_rate=1e-4), jit_compile=JIT[backend])
-    return keras, model
 
-
-def keras_stepper(impl, size, backend, data):
-    keras, model = build_keras(impl, size, backend)
+def keras_stepper(impl, size, backend, data, recipe):
+    keras, model, info = build_keras(impl, size, backend, recipe)
     if keras.backend.backend() != backend:
         raise RuntimeError(f"Keras runs on {keras.backend.backend()!r}, not {backend!r}: set "
                            "KERAS_BACKEND before keras is first imported")
@@ -177,17 +243,20 @@ def keras_stepper(impl, size, backend, data):
         sw = {"mlm": data["mask_weights"], "nsp": data["nsp_weights"]}
     else:
         y, sw = data["mask_ids"], data["mask_weights"]
+    micro_batches = info["accumulation"]
 
-    def step():
-        logs = model.train_on_batch(x, y, sample_weight=sw, return_dict=True)
+    def step():  # one optimizer step: `micro_batches` train_on_batch calls
+        for _ in range(micro_batches):
+            logs = model.train_on_batch(x, y, sample_weight=sw, return_dict=True)
         return float(logs["loss"])
 
     opt = model.optimizer
-    info = {"keras": keras.__version__, "backend": keras.backend.backend(),
-            "jit_compile": JIT[backend], "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-            "params": int(model.count_params()),
-            "optimizer": {k: getattr(opt, k, None) for k in (
-                "name", "weight_decay", "epsilon", "clipnorm", "global_clipnorm")}}
+    info.update({"keras": keras.__version__, "backend": keras.backend.backend(),
+                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                 "params": int(model.count_params()),
+                 "optimizer": {k: getattr(opt, k, None) for k in (
+                     "name", "weight_decay", "epsilon", "clipnorm", "global_clipnorm",
+                     "gradient_accumulation_steps")}})
     if backend == "torch":
         import torch
         info["threads"] = torch.get_num_threads()
@@ -197,10 +266,11 @@ def keras_stepper(impl, size, backend, data):
     return step, info
 
 
-def hf_stepper(impl, size, data):
+def hf_stepper(impl, size, data, recipe):
     import torch
     import transformers
 
+    bf16, accumulation, jit = parse_recipe(recipe)
     layers, hidden, heads = SIZES[size]
     torch.manual_seed(0)
     config = transformers.BertConfig(
@@ -228,8 +298,8 @@ def hf_stepper(impl, size, data):
         out = model.bert(input_ids=ids, attention_mask=attention_mask, token_type_ids=segments)
         sequence, pooled = out[0], out[1]  # (B, T, H), (B, H)
         gathered = torch.gather(sequence, 1, positions[:, :, None].expand(-1, -1, hidden))
-        mlm_logits = model.cls.predictions(gathered)  # (B, P, V)
-        nsp_logits = model.cls.seq_relationship(pooled)
+        mlm_logits = model.cls.predictions(gathered).float()  # (B, P, V)
+        nsp_logits = model.cls.seq_relationship(pooled).float()
         mlm = ce(mlm_logits.reshape(-1, VOCAB), mask_ids.reshape(-1), reduction="none")
         mlm = (mlm * weights.reshape(-1)).sum() / weights.sum()
         return mlm + ce(nsp_logits, nsp)
@@ -239,17 +309,27 @@ def hf_stepper(impl, size, data):
                      labels=full_labels, next_sentence_label=nsp).loss
 
     loss_fn = loss_gathered if impl == "hf_gathered" else loss_every_position
+    if jit:
+        loss_fn = torch.compile(loss_fn)
 
-    def step():
+    def forward():
+        if bf16:  # torch's CPU mixed precision: bf16 matmuls inside, fp32 weights and loss
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return loss_fn()
+        return loss_fn()
+
+    def step():  # one optimizer step; with accumulation as HF's Trainer: (loss / n).backward() × n
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn()
-        loss.backward()
+        for _ in range(accumulation):
+            loss = forward()
+            (loss / accumulation if accumulation > 1 else loss).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         return float(loss.detach())
 
     info = {"transformers": transformers.__version__, "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
+            "threads": torch.get_num_threads(), "accumulation": accumulation,
+            "autocast_bf16": bf16, "torch_compile": bool(jit),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "attn_implementation": getattr(model.config, "_attn_implementation", None),
             "params": int(sum(p.numel() for p in model.parameters()))}
@@ -257,36 +337,46 @@ def hf_stepper(impl, size, data):
 
 
 def run_worker(spec, args):
+    """One process per (backend, implementation, size), holding one model per recipe."""
     backend, impl, size = spec.split(":")
     data = make_batch(args.batch, args.seq_len, args.masks)
-    t0 = time.perf_counter()
-    try:
-        if impl in HF_IMPLS:
-            step, info = hf_stepper(impl, size, data)
-        else:
-            step, info = keras_stepper(impl, size, backend, data)
-        build_s = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        first_loss = step()
-        first_s = time.perf_counter() - t1
-        warm = []
-        for _ in range(args.warmup):
+    steppers, ready = {}, {}
+    for recipe in recipes_for(backend, impl, args):
+        t0 = time.perf_counter()
+        try:
+            if impl in HF_IMPLS:
+                step, info = hf_stepper(impl, size, data, recipe)
+            else:
+                step, info = keras_stepper(impl, size, backend, data, recipe)
+            build_s = time.perf_counter() - t0
             t1 = time.perf_counter()
-            step()
-            warm.append(time.perf_counter() - t1)
-    except Exception as e:  # reported to the parent, which carries on with the others
-        import traceback
-        traceback.print_exc()
-        emit({"ready": False, "error": f"{type(e).__name__}: {e}"})
-        return 1
+            first_loss = step()
+            first_s = time.perf_counter() - t1
+            warm = []
+            for _ in range(args.warmup):
+                t1 = time.perf_counter()
+                step()
+                warm.append(time.perf_counter() - t1)
+        except Exception as e:  # reported to the parent, which carries on with the others
+            import traceback
+            traceback.print_exc()
+            ready[recipe] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        steppers[recipe] = step
+        ready[recipe] = {"import_build_s": build_s, "first_step_s": first_s, "warmup_s": warm,
+                         "first_loss": first_loss, "info": info}
     import resource
-    emit({"ready": True, "import_build_s": build_s, "first_step_s": first_s, "warmup_s": warm,
-          "first_loss": first_loss, "info": info})
+    emit({"ready": bool(steppers), "recipes": ready,
+          "error": None if steppers else "; ".join(r["error"] for r in ready.values())})
+    if not steppers:
+        return 1
     for line in sys.stdin:
         cmd = line.split()
         if not cmd or cmd[0] == "quit":
             break
-        n, seconds = (int(cmd[1]), 0.0) if cmd[0] == "run" else (2, float(cmd[1]))
+        recipe = cmd[1]
+        n, seconds = (int(cmd[2]), 0.0) if cmd[0] == "run" else (1, float(cmd[2]))
+        step = steppers[recipe]
         cpu0, times, losses = time.process_time(), [], []
         while len(times) < n or sum(times) < seconds:
             t1 = time.perf_counter()
@@ -301,7 +391,7 @@ def run_peak_worker(args):
     """Best fp32 GFLOP/s of large square matmuls in each library available."""
     import numpy as np
 
-    sizes = (1024,) if args.quick else (2048, 4096)
+    sizes = (1024,) if args.quick else (2048,) if args.fast else (2048, 4096)
     reps = 2 if args.quick else 3
     results = {}
 
@@ -352,17 +442,20 @@ class Worker:
     def __init__(self, spec, args, logdir):
         self.spec = spec
         self.backend, self.impl, self.size = spec.split(":")
+        self.recipes = recipes_for(self.backend, self.impl, args)
         self.log_path = os.path.join(logdir, spec.replace(":", "_") + ".log")
         self.log = open(self.log_path, "w")
         env = worker_env(args, KERAS_BACKEND=self.backend, PYTHONUNBUFFERED="1")
         cmd = [sys.executable, os.path.abspath(__file__), "--_worker", spec,
                "--batch", str(args.batch), "--seq-len", str(args.seq_len),
-               "--masks", str(args.masks), "--warmup", str(args.warmup)]
+               "--masks", str(args.masks), "--warmup", str(args.warmup),
+               "--recipes", ",".join(args.recipes)] + (
+                   ["--torch-compile"] if args.torch_compile else [])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, text=True, bufsize=1, env=env,
                                      cwd=REPO_ROOT)
         self.ready = None
-        self.runs = []
+        self.runs = {}  # recipe: [measurement, ...]
         self.error = None
 
     def read(self):
@@ -380,12 +473,17 @@ class Worker:
             self.close()
             return False
         self.ready = msg
+        self.recipes = [r for r in self.recipes if "error" not in msg["recipes"].get(r, {})]
         return True
 
-    def run(self, steps, seconds):
-        """``steps`` timed steps, or (steps None) as many as fill ``seconds``, at least 2."""
+    def failed_recipes(self):
+        return {r: v["error"] for r, v in ((self.ready or {}).get("recipes") or {}).items()
+                if "error" in v}
+
+    def run(self, recipe, steps, seconds):
+        """``steps`` timed optimizer steps, or (steps None) as many as fill ``seconds``, ≥ 1."""
         ticks0, t0 = cpu_jiffies(), time.perf_counter()
-        self.proc.stdin.write(f"run {steps}\n" if steps else f"time {seconds}\n")
+        self.proc.stdin.write(f"run {recipe} {steps}\n" if steps else f"time {recipe} {seconds}\n")
         self.proc.stdin.flush()
         msg = self.read()
         wall, ticks1 = time.perf_counter() - t0, cpu_jiffies()
@@ -399,7 +497,8 @@ class Worker:
             capacity = (ticks1[1] - ticks0[1]) / hz  # ≈ wall × cores
             msg["other_cpu"] = max(0.0, busy - msg["cpu_s"]) / capacity if capacity else None
         msg["wall_s"] = wall
-        self.runs.append(msg)
+        msg["load_1min"] = os.getloadavg()[0]
+        self.runs.setdefault(recipe, []).append(msg)
         return msg
 
     def close(self):
@@ -422,9 +521,10 @@ class Worker:
 
 
 def measure_peak(args, logdir):
-    log = open(os.path.join(logdir, "peak.log"), "w")
+    log = open(os.path.join(logdir, "peak.log"), "a")
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--_peak"]
-                          + (["--quick"] if args.quick else []),
+                          + (["--quick"] if args.quick else [])
+                          + (["--fast"] if args.fast else []),
                           stdout=subprocess.PIPE, stderr=log, text=True,
                           env=worker_env(args))
     log.close()
@@ -444,7 +544,8 @@ def worker_env(args, **extra):
 
 def plan(args):
     """Groups of worker specs kept alive together and interleaved: per size and backend (default;
-    at most 4 processes, ≤ 8 GB) or per size (every backend interleaved; ~2.5 GB per process)."""
+    at most 4 processes, ≤ 8 GB) or per size (every backend interleaved; ~2.5 GB per process and
+    recipe)."""
     groups = []
     for size in args.sizes:
         by_backend = []
@@ -464,6 +565,14 @@ def log_line(text):
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
+def steps_for(recipe, args):
+    """Optimizer steps per measurement: ``--steps`` micro-batches rounded up to whole steps."""
+    if not args.steps:
+        return None
+    accumulation = parse_recipe(recipe)[1]
+    return max(1, -(-args.steps // accumulation))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="mini,small",
@@ -471,9 +580,19 @@ def main(argv=None):
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--impls", default=",".join(KERAS_IMPLS + HF_IMPLS),
                         help="subset of keras_bert_lab,keras_hub,hf_gathered,hf_every_pos")
+    parser.add_argument("--recipes", default="fp32,bf16,accum4,jit,nojit",
+                        help="comma-separated subset of fp32 (framework default), bf16 (Keras "
+                             "mixed_bfloat16 / torch.autocast bf16), accum<N> (gradient "
+                             "accumulation over N micro-batches of --batch), jit / nojit (force "
+                             "jit_compile on / off where that is not the backend's default; "
+                             "torch: torch.compile, only with --torch-compile)")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help="include the jit recipe on torch (Keras jit_compile=True and HF "
+                             "torch.compile): 35-78 s of compiling per model on this CPU")
     parser.add_argument("--steps", type=int, default=None,
-                        help="timed steps per worker per repeat (default: as many as fill "
-                             "--target-s seconds, at least 2; --quick 2)")
+                        help="timed micro-batches per measurement, rounded up to whole "
+                             "optimizer steps (default: as many steps as fill --target-s "
+                             "seconds, at least 1; --quick 2, --fast 2)")
     parser.add_argument("--target-s", type=float, default=5.0,
                         help="seconds per measurement when --steps is not given (default 5)")
     parser.add_argument("--group-by", choices=("backend", "size"), default="backend",
@@ -483,15 +602,22 @@ def main(argv=None):
     parser.add_argument("--startup-parallel", type=int, default=None,
                         help="workers starting up (import/compile/warm-up) at once (default 2; "
                              "--quick 3)")
-    parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 4)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="interleaved repeats (default 4; --fast 2)")
     parser.add_argument("--warmup", type=int, default=None,
-                        help="untimed steps after the first (compile) step (default 2)")
-    parser.add_argument("--batch", type=int, default=32)
+                        help="untimed optimizer steps after the first (compile) step (default 2; "
+                             "--fast 1)")
+    parser.add_argument("--batch", type=int, default=32, help="micro-batch size (default 32)")
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--masks", type=int, default=20)
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: tiny size, batch 8, no warm-up, 1 repeat of 2 steps, "
                              "one small numpy/torch matmul check (< 2 min)")
+    parser.add_argument("--fast", action="store_true",
+                        help="the < 10 min run on a loaded 2-core machine: mini only, "
+                             "keras_bert_lab, keras_hub and hf_gathered, 2 repeats of 2 "
+                             "micro-batches (accum4: 1 optimizer step), 1 warm-up step, matmul "
+                             "ceiling from 2048² once")
     parser.add_argument("--json", help="write every raw measurement to this file")
     parser.add_argument("--omp-wait-policy", default="PASSIVE",
                         help="OMP_WAIT_POLICY for the workers (default PASSIVE: with OpenMP's "
@@ -503,10 +629,21 @@ def main(argv=None):
     if args.quick:
         args.sizes = "tiny" if args.sizes == "mini,small" else args.sizes
         args.batch = 8 if args.batch == 32 else args.batch
-    args.steps = args.steps or (2 if args.quick else None)
+    if args.fast:
+        args.sizes = "mini" if args.sizes == "mini,small" else args.sizes
+        if args.impls == ",".join(KERAS_IMPLS + HF_IMPLS):
+            args.impls = "keras_bert_lab,keras_hub,hf_gathered"
+    args.steps = args.steps or (2 if args.quick or args.fast else None)
     args.startup_parallel = args.startup_parallel or (3 if args.quick else 2)
-    args.repeats = args.repeats or (1 if args.quick else 4)
-    args.warmup = args.warmup if args.warmup is not None else (0 if args.quick else 2)
+    args.repeats = args.repeats or (1 if args.quick else 2 if args.fast else 4)
+    args.warmup = args.warmup if args.warmup is not None else (
+        0 if args.quick else 1 if args.fast else 2)
+    args.recipes = [r for r in args.recipes.split(",") if r]
+    for r in args.recipes:
+        try:
+            parse_recipe(r)
+        except ValueError as error:
+            parser.error(str(error))
 
     if args._peak:
         return run_peak_worker(args)
@@ -539,43 +676,50 @@ def main(argv=None):
     results = []
     for specs in plan(args):
         workers = []
-        # Start-up (imports, build, compile, warm-up) overlaps --startup-parallel workers; the
-        # timed repeats below run one worker at a time while the others wait idle.
+        # Start-up (imports, build one model per recipe, compile, warm-up) overlaps
+        # --startup-parallel workers; the timed repeats below run one (worker, recipe) at a time
+        # while the others wait idle.
         pending = list(specs)
         starting = []
         while pending or starting:
             while pending and len(starting) < max(1, args.startup_parallel):
                 spec = pending.pop(0)
-                log_line(f"starting {spec}")
+                log_line(f"starting {spec} ({', '.join(recipes_for(*spec.split(':')[:2], args))})")
                 starting.append(Worker(spec, args, logdir))
             w = starting.pop(0)
             if w.wait_ready():
-                r = w.ready
-                log_line(f"  {w.spec} ready: import+build {r['import_build_s']:.1f}s, first step "
-                         f"{r['first_step_s']:.1f}s, warm-up "
-                         + " ".join(f"{t:.2f}s" for t in r["warmup_s"]))
+                for recipe, r in w.ready["recipes"].items():
+                    if "error" in r:
+                        log_line(f"  {w.spec} {recipe} FAILED: {r['error']}")
+                        continue
+                    log_line(f"  {w.spec} {recipe} ready: build {r['import_build_s']:.1f}s, "
+                             f"first step {r['first_step_s']:.1f}s, warm-up "
+                             + " ".join(f"{t:.2f}s" for t in r["warmup_s"]))
                 workers.append(w)
             else:
                 log_line(f"  {w.spec} FAILED: {w.error}\n{w.tail()}")
                 results.append(w)
+        units = [(w, recipe) for w in workers for recipe in w.recipes]
         for rep in range(args.repeats):
-            order = workers[rep % len(workers):] + workers[:rep % len(workers)] if workers else []
-            for w in order:
+            shift = rep * max(1, len(units) // args.repeats) % len(units) if units else 0
+            for w, recipe in units[shift:] + units[:shift]:
                 if w.error:
                     continue
-                msg = w.run(args.steps, args.target_s)
+                msg = w.run(recipe, steps_for(recipe, args), args.target_s)
                 if msg is None:
                     log_line(f"  {w.spec} FAILED: {w.error}\n{w.tail()}")
                     continue
-                sps = len(msg["times"]) * args.batch / sum(msg["times"])
-                log_line(f"repeat {rep + 1}/{args.repeats} {w.spec}: {sps:.2f} seq/s "
-                         f"(steps {' '.join(f'{t:.2f}' for t in msg['times'])}; "
-                         f"other CPU {100 * (msg.get('other_cpu') or 0):.0f}%)")
+                micro = parse_recipe(recipe)[1]
+                sps = len(msg["times"]) * micro * args.batch / sum(msg["times"])
+                log_line(f"repeat {rep + 1}/{args.repeats} {w.spec} {recipe}: {sps:.2f} seq/s "
+                         f"(optimizer steps {' '.join(f'{t:.2f}' for t in msg['times'])} s; "
+                         f"other CPU {100 * (msg.get('other_cpu') or 0):.0f}%, load "
+                         f"{msg['load_1min']:.1f})")
         for w in workers:
             w.close()
         results.extend(workers)
 
-    if not args.quick:
+    if not (args.quick or args.fast):
         peaks.append(measure_peak(args, logdir))
         log_line("matmul GFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in peaks[1].items()))
     load_after = os.getloadavg()
@@ -585,20 +729,31 @@ def main(argv=None):
                     default=("none", 0))[0]
 
     rows = summarise(results, args, peak)
+    loads = [r["load_1min"] for w in results for runs in w.runs.values() for r in runs]
     print()
-    print(f"# Pretraining step: batch {args.batch} × {args.seq_len} tokens, {args.masks} masked "
-          f"positions, AdamW, dropout {DROPOUT}, fp32; median of {args.repeats} interleaved "
-          f"repeats of {args.steps or f'≥ {args.target_s:g} s'} steps; OMP_WAIT_POLICY="
-          f"{worker_env(args).get('OMP_WAIT_POLICY', 'unset')}")
-    print(f"# matmul ceiling {peak:.0f} GFLOP/s ({peak_name}); load average "
-          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; wall "
-          f"{(time.time() - started) / 60:.1f} min")
-    print(f"# TensorFlow: graph mode, jit_compile=False; JAX: jit_compile=True; torch: eager "
-          f"(Keras and HF); library default threads; MFU counts {peak_gflop_note(args)}")
+    print(f"# Pretraining step: micro-batch {args.batch} × {args.seq_len} tokens, {args.masks} "
+          f"masked positions, AdamW, dropout {DROPOUT}; median of {args.repeats} interleaved "
+          f"repeats of {f'{args.steps} micro-batches' if args.steps else f'≥ {args.target_s:g} s'}"
+          f"; OMP_WAIT_POLICY={worker_env(args).get('OMP_WAIT_POLICY', 'unset')}")
+    print(f"# matmul ceiling {peak:.0f} GFLOP/s fp32 ({peak_name}); load average "
+          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after, 1-min load during the "
+          f"measurements median {statistics.median(loads) if loads else float('nan'):.1f} "
+          f"(range {min(loads, default=float('nan')):.1f}–{max(loads, default=float('nan')):.1f}); "
+          f"wall {(time.time() - started) / 60:.1f} min")
+    print("# recipes: fp32 = framework default (TensorFlow graph mode jit_compile=False, JAX "
+          "jit_compile=True, torch eager); bf16 = Keras mixed_bfloat16 / HF torch.autocast(cpu, "
+          "bfloat16); accumN = N micro-batches per optimizer step (Keras "
+          "gradient_accumulation_steps=N; HF: (loss/N).backward() × N then clip + step); jit / "
+          "nojit = jit_compile forced to the non-default value (torch: torch.compile)")
+    print(f"# MFU = useful FLOP/s ÷ the fp32 ceiling (also for bf16); {peak_gflop_note(args)}")
     print_table(rows)
+    print()
+    print_ratios(rows)
     for w in results:
         if w.error:
             print(f"FAILED {w.spec}: {w.error}")
+        for recipe, error in w.failed_recipes().items():
+            print(f"FAILED {w.spec} {recipe}: {error}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": {k: v for k, v in vars(args).items() if not k.startswith("_")},
@@ -606,66 +761,96 @@ def main(argv=None):
                        "load_after": load_after, "rows": rows,
                        "workers": [{"spec": w.spec, "ready": w.ready, "runs": w.runs,
                                     "error": w.error} for w in results]}, f, indent=1)
-    return 1 if any(w.error for w in results) else 0
+    return 1 if any(w.error or w.failed_recipes() for w in results) else 0
 
 
 def peak_gflop_note(args):
     return ", ".join(f"{size} {step_flops(size, args.batch, args.seq_len, args.masks) / 1e9:.1f}"
-                     for size in args.sizes) + " GFLOP per step"
+                     for size in args.sizes) + " GFLOP per micro-batch"
 
 
 def summarise(results, args, peak):
     rows = []
     for w in results:
-        if w.error or not w.runs:
+        if w.error and not w.runs:
             continue
-        per_repeat = [args.batch * len(r["times"]) / sum(r["times"]) for r in w.runs]
-        seq_s = statistics.median(per_repeat)
-        flops = step_flops(w.size, args.batch, args.seq_len, args.masks)
-        others = [r["other_cpu"] for r in w.runs if r.get("other_cpu") is not None]
-        rows.append({
-            "backend": w.backend, "impl": w.impl, "size": w.size, "seq_s": seq_s,
-            "seq_s_min": min(per_repeat), "seq_s_max": max(per_repeat),
-            "tokens_s": seq_s * args.seq_len, "gflop_s": seq_s / args.batch * flops / 1e9,
-            "mfu": seq_s / args.batch * flops / 1e9 / peak,
-            "step_gflop": flops / 1e9,
-            "other_cpu": statistics.median(others) if others else None,
-            "maxrss_mb": max(r["maxrss_mb"] for r in w.runs),
-            "compile_s": w.ready["first_step_s"], "repeats": len(w.runs),
-            "steps": sum(len(r["times"]) for r in w.runs),
-        })
+        for recipe, runs in w.runs.items():
+            micro = parse_recipe(recipe)[1]
+            per_repeat = [args.batch * micro * len(r["times"]) / sum(r["times"]) for r in runs]
+            seq_s = statistics.median(per_repeat)
+            flops = step_flops(w.size, args.batch, args.seq_len, args.masks)
+            others = [r["other_cpu"] for r in runs if r.get("other_cpu") is not None]
+            rows.append({
+                "backend": w.backend, "impl": w.impl, "size": w.size, "recipe": recipe,
+                "micro_batches": micro, "seq_s": seq_s,
+                "seq_s_min": min(per_repeat), "seq_s_max": max(per_repeat),
+                "tokens_s": seq_s * args.seq_len,
+                "micro_batch_s": args.batch / seq_s, "optimizer_step_s": args.batch * micro / seq_s,
+                "gflop_s": seq_s / args.batch * flops / 1e9,
+                "mfu": seq_s / args.batch * flops / 1e9 / peak,
+                "step_gflop": flops / 1e9,
+                "other_cpu": statistics.median(others) if others else None,
+                "load_1min": statistics.median(r["load_1min"] for r in runs),
+                "maxrss_mb": max(r["maxrss_mb"] for r in runs),
+                "compile_s": w.ready["recipes"][recipe]["first_step_s"], "repeats": len(runs),
+                "steps": sum(len(r["times"]) for r in runs),
+            })
     for row in rows:
-        same = [r for r in rows if r["size"] == row["size"]]
+        same = [r for r in rows if r["size"] == row["size"] and r["recipe"] == row["recipe"]]
         hub = [r for r in same if r["impl"] == "keras_hub" and r["backend"] == row["backend"]]
-        peers = [r for r in same if r["impl"] in PEERS]
+        hf = [r for r in same if r["impl"] == "hf_gathered"]
+        fp32 = [r for r in rows if r["size"] == row["size"] and r["backend"] == row["backend"]
+                and r["impl"] == row["impl"] and r["recipe"] == "fp32"]
         row["vs_hub"] = row["seq_s"] / hub[0]["seq_s"] if hub else None
-        best = max(peers, key=lambda r: r["seq_s"]) if peers else None
-        row["vs_best_peer"] = row["seq_s"] / best["seq_s"] if best else None
-        row["best_peer"] = f"{best['impl']}/{best['backend']}" if best else None
+        row["vs_hf"] = row["seq_s"] / hf[0]["seq_s"] if hf else None
+        row["vs_fp32"] = row["seq_s"] / fp32[0]["seq_s"] if fp32 else None
     order = {s: i for i, s in enumerate(SIZES)}
     impl_order = {i: n for n, i in enumerate(KERAS_IMPLS + HF_IMPLS)}
+    recipe_order = {r: n for n, r in enumerate(args.recipes)}
     rows.sort(key=lambda r: (order[r["size"]], BACKENDS.index(r["backend"]),
-                             impl_order[r["impl"]]))
+                             recipe_order.get(r["recipe"], 99), impl_order[r["impl"]]))
     return rows
 
 
 def print_table(rows):
-    head = ("backend", "impl", "size", "seq/s", "(min–max)", "tokens/s", "GFLOP/s", "MFU",
-            "vs keras-hub", "vs best peer", "steps", "other%", "RSS MB", "1st step s")
+    head = ("backend", "impl", "size", "recipe", "seq/s", "(min–max)", "tokens/s",
+            "s/micro-batch", "s/opt step", "MFU", "vs keras-hub", "vs HF", "vs own fp32",
+            "steps", "other%", "load", "RSS MB", "1st step s")
     fmt = lambda x, f: "—" if x is None else format(x, f)  # noqa: E731
-    lines = []
-    for r in rows:
-        lines.append((r["backend"], r["impl"], r["size"], fmt(r["seq_s"], ".2f"),
-                      f"{r['seq_s_min']:.1f}–{r['seq_s_max']:.1f}", fmt(r["tokens_s"], ".0f"),
-                      fmt(r["gflop_s"], ".1f"), fmt(100 * r["mfu"], ".1f") + "%",
-                      fmt(r["vs_hub"], ".2f"), fmt(r["vs_best_peer"], ".2f"),
-                      f"{r['repeats']}×{r['steps'] / r['repeats']:.3g}",
-                      fmt(None if r["other_cpu"] is None else 100 * r["other_cpu"], ".0f"),
-                      fmt(r["maxrss_mb"], ".0f"), fmt(r["compile_s"], ".1f")))
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" for _ in head) + "|")
-    for line in lines:
+    for r in rows:
+        line = (r["backend"], r["impl"], r["size"], r["recipe"], fmt(r["seq_s"], ".2f"),
+                f"{r['seq_s_min']:.1f}–{r['seq_s_max']:.1f}", fmt(r["tokens_s"], ".0f"),
+                fmt(r["micro_batch_s"], ".2f"), fmt(r["optimizer_step_s"], ".2f"),
+                fmt(100 * r["mfu"], ".1f") + "%", fmt(r["vs_hub"], ".2f"), fmt(r["vs_hf"], ".2f"),
+                fmt(r["vs_fp32"], ".2f"), f"{r['repeats']}×{r['steps'] / r['repeats']:.3g}",
+                fmt(None if r["other_cpu"] is None else 100 * r["other_cpu"], ".0f"),
+                fmt(r["load_1min"], ".1f"), fmt(r["maxrss_mb"], ".0f"), fmt(r["compile_s"], ".1f"))
         print("| " + " | ".join(line) + " |")
+
+
+def print_ratios(rows):
+    """keras_bert_lab's tokens/s over keras-hub's (same backend) and HF's, per recipe."""
+    ours = [r for r in rows if r["impl"] == "keras_bert_lab"]
+    sizes = sorted({r["size"] for r in ours}, key=list(SIZES).index)
+    recipes = list(dict.fromkeys(r["recipe"] for r in rows))
+    backends = [b for b in BACKENDS if any(r["backend"] == b for r in ours)]
+    fmt = lambda x: "—" if x is None else f"{x:.2f}"  # noqa: E731
+    for size in sizes:
+        print(f"Ratios of tokens/s, {size}: ours/keras-hub (same backend) | ours/HF "
+              "(hf_gathered, torch, same recipe)")
+        print("| recipe | " + " | ".join(f"{b} vs keras-hub" for b in backends) + " | "
+              + " | ".join(f"{b} vs HF" for b in backends) + " |")
+        print("|---|" + "---|" * (2 * len(backends)))
+        for recipe in recipes:
+            cells = {b: next((r for r in ours if r["size"] == size and r["backend"] == b
+                              and r["recipe"] == recipe), None) for b in backends}
+            if not any(cells.values()):
+                continue
+            print(f"| {recipe} | "
+                  + " | ".join(fmt(c and c["vs_hub"]) for c in cells.values()) + " | "
+                  + " | ".join(fmt(c and c["vs_hf"]) for c in cells.values()) + " |")
 
 
 if __name__ == "__main__":
