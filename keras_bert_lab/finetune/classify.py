@@ -338,16 +338,3 @@ def _write_predictions(path, part, logits, problem, names):
             writer.writerow([part.lines[i] if part.lines else i, text, *pair,
                              json.dumps(label) if isinstance(label, list) else label,
                              json.dumps(guess) if isinstance(guess, list) else guess])
-
-
-def _main(argv=None):  # python -m keras_bert_lab.finetune.classify ... (same as kbl finetune ...)
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="kbl finetune")
-    register(parser.add_subparsers(dest="task", required=True))
-    args = parser.parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    _main()

@@ -216,16 +216,3 @@ def run(args):
              "valid": valid_scores, "per_type": tables,
              "truncated_words": {name: data.truncated_words for name, data in aligned.items()}}
     return common.finish(model, settings, report, test_metrics=test_metrics, extra=extra)
-
-
-def _main(argv=None):  # python -m keras_bert_lab.finetune.ner ... (before the CLI wiring lands)
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="kbl finetune")
-    register(parser.add_subparsers(dest="task", required=True))
-    args = parser.parse_args(argv)
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    _main()
