@@ -132,6 +132,9 @@ def register(subparsers):
                                  "separated by '|'): sigmoid outputs, binary cross-entropy")
         parser.add_argument("--dropout", type=float, default=None,
                             help="dropout before the head (default: the backbone's)")
+        parser.add_argument("--pooling", choices=["cls", "mean"], default="cls",
+                            help="head input: the pooled [CLS] state (BERT) or the mean of the "
+                                 "last layer (models trained for mean pooling, e.g. MiniLM)")
         common.add_common_arguments(parser, output=f"out/finetune-{name}")
         parser.set_defaults(run=run_classification, pair=name == "pair")
         parsers.append(parser)
@@ -249,7 +252,7 @@ def run_classification(args):
 
     model = BertClassifier.from_preset(settings.preset, problem=problem, labels=names,
                                        num_classes=len(names) if names else 1,
-                                       dropout=args.dropout,
+                                       dropout=args.dropout, pooling=args.pooling,
                                        sequence_length=settings.sequence_length)
     tokenizer = model.tokenizer
     data = {name: (labelled_data.pack_texts(tokenizer, part.texts, part.texts_pair,

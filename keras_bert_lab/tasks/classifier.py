@@ -11,6 +11,10 @@ sentences pack as ``[CLS] A [SEP]``, pairs (entailment, paraphrase, STS-B simila
 - ``"regression"``: one output and mean squared error (STS-B similarity scores);
 - ``"multi_label"``: K independent sigmoids, binary cross-entropy averaged over the K outputs.
 
+``pooling="mean"`` reads the mean of the last layer over the real tokens instead of the pooled
+``[CLS]`` state: the right start for models trained for mean pooling (Sentence-BERT, all-MiniLM),
+whose pooler was never trained.
+
 Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden, ``K`` outputs.
 """
 
@@ -21,9 +25,11 @@ from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.models.bert import BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task, backbone_inputs
+from keras_bert_lab.tasks.sentence_embedding import mean_pool
 from keras_bert_lab.training.optimizers import adamw
 
 PROBLEMS = ("single_label", "regression", "multi_label")
+POOLINGS = ("cls", "mean")
 
 
 def check_head_arguments(num_classes, problem, labels):
@@ -71,6 +77,9 @@ class BertClassifier(Task):
         labels: optional class names (id = position); :meth:`predict_texts` returns them and a
             saved preset keeps them.
         sequence_length: the length :meth:`preprocess` truncates and pads raw texts to.
+        pooling: ``"cls"`` (the pooled ``[CLS]`` output, BERT's and HF's head) or ``"mean"`` (the
+            mean of ``sequence_output`` over the real tokens; the backbone's pooler then stays
+            frozen, unused).
 
     Example:
     >>> import numpy as np
@@ -98,8 +107,10 @@ class BertClassifier(Task):
     """
 
     def __init__(self, backbone, num_classes=None, problem="single_label", dropout=None,
-                 labels=None, sequence_length=128, **kwargs):
+                 labels=None, sequence_length=128, pooling="cls", **kwargs):
         num_classes, labels = check_head_arguments(num_classes, problem, labels)
+        if pooling not in POOLINGS:
+            raise ConfigError(f"pooling={pooling!r}; choose one of {POOLINGS}.")
         rate = backbone.config.dropout if dropout is None else float(dropout)
         head_dropout = keras.layers.Dropout(rate, dtype=backbone.dtype_policy,
                                             name="classifier_dropout")
@@ -107,12 +118,18 @@ class BertClassifier(Task):
             num_classes, kernel_initializer=truncated_normal(backbone.config.initializer_range),
             dtype=backbone.dtype_policy, name="classifier")
         inputs = backbone_inputs()
-        pooled = backbone(inputs)["pooled_output"]                          # (B, H)
+        outputs = backbone(inputs)
+        if pooling == "cls":
+            pooled = outputs["pooled_output"]                                # (B, H)
+        else:
+            pooled = mean_pool(outputs["sequence_output"], inputs["padding_mask"])
+            backbone.pooler.trainable = False  # feeds nothing: no decay, no missing gradients
         logits = keras.ops.cast(head(head_dropout(pooled)), "float32")      # (B, K)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.classifier_dropout, self.classifier = head_dropout, head
         self.num_classes, self.problem, self.dropout = num_classes, problem, dropout
         self.labels, self.sequence_length = labels, int(sequence_length)
+        self.pooling = pooling
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Defaults per problem: AdamW (lr 2e-5, decay on ≥2-D weights, clip 1.0) and
@@ -165,7 +182,7 @@ class BertClassifier(Task):
     def get_config(self):
         return {**super().get_config(), "num_classes": self.num_classes, "problem": self.problem,
                 "dropout": self.dropout, "labels": self.labels,
-                "sequence_length": self.sequence_length}
+                "sequence_length": self.sequence_length, "pooling": self.pooling}
 
 
 def decode_logits(logits, problem, labels=None):

@@ -134,10 +134,25 @@ def test_padding_does_not_change_logits():
     ({"num_classes": 3, "labels": ["a", "b"]}, "3 distinct names"),
     ({"labels": ["a", "a"]}, "distinct"),
     ({"num_classes": 2.5}, "integer"),
+    ({"pooling": "max"}, "pooling"),
 ])
 def test_bad_head_arguments_raise_config_error(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         BertClassifier(BertBackbone(CONFIG), **kwargs)
+
+
+def test_mean_pooling_head_reads_the_mean_of_real_tokens():
+    """pooling="mean": the head sees the mean of the last layer over real tokens (not [CLS]);
+    the unused pooler is frozen so it takes no weight decay and gets no update."""
+    model = BertClassifier(BertBackbone(CONFIG), num_classes=3, pooling="mean", dropout=0.0)
+    batch = padded_pair_batch(vocab_size=CONFIG.vocab_size)
+    sequence = to_numpy(model.backbone(batch)["sequence_output"])
+    mask = batch["padding_mask"][:, :, None]
+    mean = (sequence * mask).sum(1) / mask.sum(1)
+    kernel, bias = to_numpy(model.classifier.kernel), to_numpy(model.classifier.bias)
+    np.testing.assert_allclose(to_numpy(model(batch)), mean @ kernel + bias, atol=1e-5)
+    assert not any("pooler" in v.path for v in model.trainable_variables)
+    assert BertClassifier.from_config(model.get_config()).pooling == "mean"
 
 
 def test_decode_logits():
