@@ -49,7 +49,7 @@ class PretrainSettings:
     warmup_steps: int | None = None    # None: 10 % of all steps
     weight_decay: float = 0.01
     optimizer: str = "adamw"           # or "lamb"
-    accumulation: int = 1
+    accumulation: int = 1              # batches per optimizer update; `steps` counts updates
     precision: str = "float32"         # "mixed_bfloat16", "mixed_float16"
     jit_compile: str = "auto"
     masked_lm_prob: float = 0.15
@@ -102,6 +102,7 @@ class RunLog(keras.callbacks.Callback):
         self.path, self.tokens_per_step, self.log_every = path, tokens_per_step, log_every
         self.start = time.time()
         self._window = None
+        self._logged = None
 
     def _step(self):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -114,6 +115,9 @@ class RunLog(keras.callbacks.Callback):
                 writer.writeheader()
             writer.writerow(row)
 
+    def on_train_begin(self, logs=None):
+        self._logged = self._step()  # rows are written after updates, never for the start state
+
     def on_train_batch_begin(self, batch, logs=None):
         if self._window is None:
             self._window = (time.time(), batch)
@@ -124,7 +128,8 @@ class RunLog(keras.callbacks.Callback):
         done = batch - first + 1
         logs["tokens_per_s"] = done * self.tokens_per_step / max(time.time() - began, 1e-9)
         step = self._step()
-        if step % self.log_every == 0:
+        if step % self.log_every == 0 and step != self._logged:  # once per update
+            self._logged = step
             lr = self.model.optimizer.learning_rate
             row = {k: float(v) for k, v in logs.items() if np.isscalar(v) or np.ndim(v) == 0}
             row.update(step=step, split="train", elapsed_s=round(time.time() - self.start, 2),
@@ -270,9 +275,11 @@ def train(model, settings, tokenizer, train_corpus, eval_corpus, output_dir, sta
         log = RunLog(os.path.join(output_dir, "log.csv"), tokens, settings.log_every)
         for first, epochs, per_epoch in _segments(max(start_step, begin), end, settings.eval_every):
             # The stream is a pure function of the seed: restart it at the batch this step needs.
-            stream = make(**kwargs).skip(first - begin)
+            # Steps count optimizer updates; with accumulation each takes several batches.
+            stream = make(**kwargs).skip((first - begin) * settings.accumulation)
             try:
-                model.fit(stream, epochs=epochs, steps_per_epoch=per_epoch, shuffle=False,
+                model.fit(stream, epochs=epochs, steps_per_epoch=per_epoch * settings.accumulation,
+                          shuffle=False,
                           validation_data=heldout, callbacks=[checkpoint, log, *callbacks],
                           verbose=verbose)
             except Exception as error:  # noqa: BLE001 - re-raised with advice when it is memory
@@ -286,7 +293,8 @@ def train(model, settings, tokenizer, train_corpus, eval_corpus, output_dir, sta
                         f"does not fit in memory ({type(error).__name__}). Use a smaller "
                         f"--batch-size with --accumulation so the effective batch stays the same "
                         f"(e.g. --batch-size {max(1, settings.batch_size // 2)} --accumulation "
-                        f"{settings.accumulation * 2}).") from None
+                        f"{settings.accumulation * 2}); --steps counts optimizer updates, so the "
+                        "run keeps its length and schedule.") from None
                 raise
             fitted = True
             if checkpoint.stopped_because:

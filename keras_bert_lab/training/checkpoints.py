@@ -100,7 +100,9 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     A non-finite loss stops training without saving, so the newest checkpoint is the last good
     state; ``stopped_because`` then says at which step and where that checkpoint is (it also
     names the signal after an interruption). ``extra_state`` is an optional callable returning a
-    JSON-able dict stored with each checkpoint. The step is the optimizer's iteration count.
+    JSON-able dict stored with each checkpoint. The step is the optimizer's iteration count: with
+    gradient accumulation that counts updates, not batches, and checkpoints (also on a signal) are
+    taken only right after an update, so no half-accumulated gradient is ever the resume point.
 
     Example:
     >>> callback = TrainingCheckpoint("/tmp/run/checkpoints", every_steps=500, keep=3)
@@ -118,6 +120,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.stopped_because = None
         self._previous_handlers = {}
         self.last_saved_step = None
+        self._seen_step = None
 
     def _step(self):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -132,6 +135,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.interrupted = signal.Signals(signum).name
 
     def on_train_begin(self, logs=None):
+        self._seen_step = self._step()
         if self.handle_signals:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:
@@ -149,6 +153,9 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 f"good checkpoint is {found[-1] if found else '(none yet)'}: lower the learning "
                 "rate or use float32, then resume from it.")
             self.model.stop_training = True
+            return
+        updated, self._seen_step = step != self._seen_step, step
+        if not updated:  # a micro-batch of gradient accumulation: the weights did not change
             return
         if self.interrupted or (self.every_steps and step % self.every_steps == 0):
             if step != self.last_saved_step:
