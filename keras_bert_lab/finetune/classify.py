@@ -210,7 +210,7 @@ def _multi(labels):
 
 def run_classification(args):
     """Run ``kbl finetune classify`` / ``pair`` from parsed arguments; returns the metrics dict."""
-    from keras_bert_lab.tasks.classifier import BertClassifier, predict_in_batches
+    from keras_bert_lab.tasks.classifier import BertClassifier
     from keras_bert_lab.text import labelled_data
 
     settings = common.settings_from_args(args)
@@ -266,7 +266,7 @@ def run_classification(args):
 
     def scores(model, part):
         features, y = data[part]
-        logits = predict_in_batches(model, features, batch_size=2 * settings.batch_size)
+        logits = model.predict_packed(features, batch_size=2 * settings.batch_size)
         return classification_scores(logits, y, problem), logits
 
     report = common.finetune(model, train, settings, lambda m: scores(m, "valid")[0],
@@ -286,7 +286,6 @@ def run_classification(args):
 
 def run_choice(args):
     """Run ``kbl finetune choice`` from parsed arguments; returns the metrics dict."""
-    from keras_bert_lab.tasks.classifier import predict_in_batches
     from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
     from keras_bert_lab.text import labelled_data
 
@@ -315,7 +314,7 @@ def run_choice(args):
 
     def scores(model, part):
         features, y = data[part]
-        logits = predict_in_batches(model, features, batch_size=settings.batch_size)
+        logits = model.predict_packed(features, batch_size=settings.batch_size)
         return {"accuracy": accuracy(y, logits.argmax(axis=-1))}
 
     report = common.finetune(model, train, settings, lambda m: scores(m, "valid"),

@@ -120,13 +120,8 @@ def load_splits(args):
 
 
 def predict_ids(model, data, batch_size=32):
-    """Predicted label ids ``(N, L)`` of aligned data, batch by batch (batches cut to length)."""
-    length = data.features["token_ids"].shape[1]
-    rows = []
-    for (x,) in common.batches(data.features, batch_size=batch_size).as_numpy_iterator():
-        ids = np.argmax(np.asarray(model.predict_on_batch(x)), axis=-1)
-        rows.append(np.pad(ids, ((0, 0), (0, length - ids.shape[1]))))
-    return np.concatenate(rows)
+    """Predicted label ids ``(N, L)`` of aligned data (batches cut to length, padded back)."""
+    return np.argmax(model.predict_packed(data.features, batch_size=batch_size), axis=-1)
 
 
 def score(model, sentences, data, labels, batch_size=32):

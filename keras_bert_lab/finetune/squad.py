@@ -18,8 +18,6 @@ Example (the real 5-question sample, a plumbing check only)::
 import json
 import pathlib
 
-import numpy as np
-
 from keras_bert_lab.finetune import common
 from keras_bert_lab.text import squad
 
@@ -63,20 +61,10 @@ def register(subparsers):
 
 
 def predict_logits(model, features, batch_size=32):
-    """Start and end scores ``(N, L)`` of every window, batch by batch.
-
-    Batches are cut to their longest window (:func:`common.batches`), so each is padded back to
-    ``L`` with a very low score (padding never holds an answer).
-    """
-    length = features.inputs["token_ids"].shape[1]
-    starts, ends = [], []
-    for (x,) in common.batches(features.inputs, batch_size=batch_size).as_numpy_iterator():
-        out = model.predict_on_batch(x)
-        for key, rows in (("start_logits", starts), ("end_logits", ends)):
-            value = np.asarray(out[key], "float32")
-            rows.append(np.pad(value, ((0, 0), (0, length - value.shape[1])),
-                               constant_values=-1e4))
-    return np.concatenate(starts), np.concatenate(ends)
+    """Start and end scores ``(N, L)`` of every window (batches cut to their longest window and
+    padded back with a very low score: padding never holds an answer)."""
+    out = model.predict_packed(features.inputs, batch_size=batch_size)
+    return out["start_logits"], out["end_logits"]
 
 
 def answer(model, examples, features, version_2=False, batch_size=32, n_best=20,

@@ -8,6 +8,7 @@ their own constructor arguments in ``get_config`` as ``{**super().get_config(), 
 """
 
 import keras
+import numpy as np
 
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.models.bert import INPUT_NAMES
@@ -25,6 +26,10 @@ class Task(keras.Model):
         backbone: a ``BertBackbone``.
         inputs, outputs, kwargs: passed to ``keras.Model`` (the functional constructor).
     """
+
+    # Tasks whose outputs have a token axis (B, T, ...) set the value that pads them back to the
+    # input length in `predict_packed`; None: no token axis.
+    token_output_fill = None
 
     def __init__(self, backbone, *, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -50,6 +55,36 @@ class Task(keras.Model):
         from keras_bert_lab import presets
 
         return presets.save_preset(self, directory, **kwargs)
+
+    def predict_packed(self, features, batch_size=32, length_multiple=16):
+        """Outputs (NumPy) for packed features, batch by batch, each cut to its longest row.
+
+        ``features``: dict of NumPy arrays ``(N, L)`` (or ``(N, C, L)`` for multiple choice) with
+        a ``padding_mask``. Each batch keeps ``max(real tokens)`` positions rounded up to
+        ``length_multiple``: padding changes no output, and short texts padded to ``L`` stop
+        paying for ``L`` (few distinct lengths keep compilations few). Token-level outputs come
+        back padded to ``L`` with ``token_output_fill``.
+        """
+        mask = np.asarray(features["padding_mask"])
+        n, full = len(mask), mask.shape[-1]
+        lengths = mask.reshape(n, -1, full).sum(-1).max(-1)  # (N,) longest choice
+        parts = []
+        for start in range(0, n, batch_size):
+            longest = int(lengths[start:start + batch_size].max())
+            length = min(full, max(1, -(-longest // length_multiple) * length_multiple))
+            batch = {k: np.asarray(v[start:start + batch_size])[..., :length]
+                     for k, v in features.items()}
+            out = keras.tree.map_structure(keras.ops.convert_to_numpy, self.predict_on_batch(batch))
+            if self.token_output_fill is not None:
+                out = keras.tree.map_structure(lambda v: np.pad(
+                    v, [(0, 0), (0, full - length)] + [(0, 0)] * (v.ndim - 2),
+                    constant_values=self.token_output_fill), out)
+            parts.append(out)
+        if not parts:
+            return keras.tree.map_structure(
+                lambda spec: np.zeros([0] + [full if d is None else d for d in spec.shape[1:]],
+                                      spec.dtype), self.output)
+        return keras.tree.map_structure(lambda *rows: np.concatenate(rows), *parts)
 
     @property
     def tokenizer(self):

@@ -176,7 +176,7 @@ class BertClassifier(Task):
             texts = [texts]
             texts_pair = None if texts_pair is None else [texts_pair]
         features = self.preprocess(texts, texts_pair, sequence_length)
-        logits = predict_in_batches(self, features, batch_size)
+        logits = self.predict_packed(features, batch_size)
         return {"logits": logits, **decode_logits(logits, self.problem, self.labels)}
 
     def get_config(self):
@@ -200,24 +200,3 @@ def decode_logits(logits, problem, labels=None):
     ids = [np.flatnonzero(row >= 0.5).tolist() for row in probabilities]
     names = [[labels[i] for i in row] for row in ids] if labels else ids
     return {"probabilities": probabilities, "ids": ids, "labels": names}
-
-
-def predict_in_batches(model, features, batch_size=32, length_multiple=16):
-    """``model`` outputs for packed NumPy features, batch by batch, each batch cut to its longest
-    row rounded up to ``length_multiple`` (padding changes no output; fewer tokens, less time).
-
-    Works for ``(N, L)`` features and ``(N, C, L)`` multiple-choice features.
-    """
-    n = len(features["padding_mask"])
-    outputs = []
-    for start in range(0, n, batch_size):
-        batch = {k: np.asarray(v[start:start + batch_size]) for k, v in features.items()}
-        longest = int(batch["padding_mask"].sum(axis=-1).max()) if n else 1
-        length = min(batch["padding_mask"].shape[-1],
-                     max(1, -(-longest // length_multiple) * length_multiple))
-        batch = {k: v[..., :length] for k, v in batch.items()}
-        outputs.append(keras.ops.convert_to_numpy(model.predict_on_batch(batch)))
-    if not outputs:
-        return np.zeros((0,) + tuple(model.output.shape[1:]), "float32")
-    return np.concatenate(outputs)
-

@@ -108,10 +108,10 @@ class BertMultipleChoice(Task):
 
     def predict_texts(self, contexts, choices, batch_size=8, sequence_length=None):
         """``{"logits" (N, C), "probabilities" (N, C), "ids" (N,)}`` for raw texts (NumPy)."""
-        from keras_bert_lab.tasks.classifier import decode_logits, predict_in_batches
+        from keras_bert_lab.tasks.classifier import decode_logits
 
         features = self.preprocess(contexts, choices, sequence_length)
-        logits = predict_in_batches(self, features, batch_size)
+        logits = self.predict_packed(features, batch_size)
         decoded = decode_logits(logits, "single_label")
         return {"logits": logits, "probabilities": decoded["probabilities"], "ids": decoded["ids"]}
 

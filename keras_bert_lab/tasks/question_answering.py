@@ -84,6 +84,8 @@ class BertSpanQA(Task):
     [('end_logits', (2, 8)), ('start_logits', (2, 8))]
     """
 
+    token_output_fill = -1e4  # predict_packed: padding scores far below any real position
+
     def __init__(self, backbone, **kwargs):
         span_head = keras.layers.Dense(
             2, kernel_initializer=truncated_normal(backbone.config.initializer_range),

@@ -101,26 +101,17 @@ class SentenceEmbedder(Task):
         return model
 
     def encode(self, texts, batch_size=32, length_multiple=16):
-        """Embeddings ``(N, H)`` of a string or a list of strings.
+        """Embeddings ``(N, H)`` of a string or a list of strings (one ``(H,)`` for a string).
 
-        Texts are tokenized, truncated to ``sequence_length`` and padded per batch to the longest
-        text rounded up to ``length_multiple`` — padding cannot change an embedding, and few
-        distinct shapes mean few compilations (``predict_on_batch`` runs the compiled model).
+        Texts are tokenized, truncated to ``sequence_length`` and run in batches cut to their
+        longest text (:meth:`predict_packed`) — padding cannot change an embedding.
         """
-        from keras_bert_lab.text.packing import BertPacker
+        from keras_bert_lab.text.labelled_data import pack_texts
 
         single = isinstance(texts, str)
-        texts = [texts] if single else list(texts)
-        packer = BertPacker.from_tokenizer(self.tokenizer, self.sequence_length)
-        out = []
-        for start in range(0, len(texts), batch_size):
-            ids = self.tokenizer(texts[start:start + batch_size])
-            batch = packer(ids)
-            longest = int(batch["padding_mask"].sum(axis=1).max())
-            length = min(self.sequence_length, -(-longest // length_multiple) * length_multiple)
-            batch = {k: np.asarray(v)[:, :length] for k, v in batch.items()}
-            out.append(np.asarray(self.predict_on_batch(batch)))
-        vectors = np.concatenate(out) if out else np.zeros((0, self.backbone.config.hidden_size))
+        features = pack_texts(self.tokenizer, [texts] if single else list(texts),
+                              sequence_length=self.sequence_length)
+        vectors = self.predict_packed(features, batch_size, length_multiple)
         return vectors[0] if single else vectors
 
     def save_to_preset(self, directory, **kwargs):

@@ -95,6 +95,8 @@ class BertTokenClassifier(Task):
     (['accuracy', 'loss'], (2, 4, 3))
     """
 
+    token_output_fill = 0.0  # predict_packed pads the logits of cut-off padding with zeros
+
     def __init__(self, backbone, num_labels=None, labels=None, dropout=None, **kwargs):
         if labels is not None:
             labels = [str(label) for label in labels]
@@ -163,7 +165,7 @@ class BertTokenClassifier(Task):
                                             [self.labels[0]] * len(getattr(s, "words", s)))
                      for s in sentences]
         data = tagging.align(sentences, tokenizer, self.labels, sequence_length)
-        logits = self.predict(data.features, batch_size=batch_size, verbose=0)
+        logits = self.predict_packed(data.features, batch_size=batch_size)
         return tagging.decode(np.argmax(logits, axis=-1), data.word_index, data.num_words,
                               self.labels)
 

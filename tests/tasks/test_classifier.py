@@ -9,7 +9,7 @@ from keras_bert_lab import BertBackbone, BertConfig
 from keras_bert_lab.convert.huggingface import config_to_hf, load_hf_weights
 from keras_bert_lab.datasets import locate
 from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.tasks.classifier import BertClassifier, decode_logits, predict_in_batches
+from keras_bert_lab.tasks.classifier import BertClassifier, decode_logits
 from keras_bert_lab.text.labelled_data import pack_texts
 from keras_bert_lab.text.tokenizer import WordPieceTokenizer
 from tests.conftest import padded_pair_batch, to_numpy
@@ -94,7 +94,7 @@ def test_preset_round_trip_keeps_predictions_and_labels(tmp_path):
         3, ["neg", "neu", "pos"], 0.2, 32)
     texts = ["A gripping, funny film.", "Nothing happens for two hours."]
     np.testing.assert_allclose(loaded.predict_texts(texts)["logits"],
-                               predict_in_batches(model, loaded.preprocess(texts)), atol=1e-6)
+                               model.predict_packed(loaded.preprocess(texts)), atol=1e-6)
     out = loaded.predict_texts(texts)
     assert out["probabilities"].shape == (2, 3)
     np.testing.assert_allclose(out["probabilities"].sum(axis=1), 1.0, atol=1e-6)
@@ -117,7 +117,7 @@ def test_pairs_pack_like_transformers():
     assert features["segment_ids"].tolist() == expected["token_type_ids"]
     assert features["padding_mask"].tolist() == expected["attention_mask"]
     model = BertClassifier(BertBackbone("tiny"), problem="regression")
-    assert predict_in_batches(model, features).shape == (2, 1)
+    assert model.predict_packed(features).shape == (2, 1)
 
 
 def test_padding_does_not_change_logits():

@@ -7,7 +7,6 @@ import pytest
 from keras_bert_lab import BertBackbone, BertConfig
 from keras_bert_lab.convert.huggingface import config_to_hf, load_hf_weights
 from keras_bert_lab.datasets import locate
-from keras_bert_lab.tasks.classifier import predict_in_batches
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 from tests.conftest import padded_pair_batch, to_numpy
 
@@ -74,7 +73,7 @@ def test_number_of_choices_is_free_and_preset_round_trip(tmp_path):
     choices = [["because it rained.", "and ate it.", "then sang."],
                ["golden and warm.", "and flew away.", "in a hurry."]]
     out = loaded.predict_texts(contexts, choices)
-    original = predict_in_batches(model, loaded.preprocess(contexts, choices))
+    original = model.predict_packed(loaded.preprocess(contexts, choices))
     np.testing.assert_allclose(out["logits"], original, atol=1e-6)
     assert out["logits"].shape == (2, 3) and out["ids"].shape == (2,)
     two = loaded.predict_texts(contexts, [c[:2] for c in choices])["logits"]
