@@ -95,6 +95,9 @@ class BertSpanQA(Task):
         logits = ops.cast(span_head(sequence), "float32")                             # (B, T, 2)
         outputs = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}      # (B, T) each
         super().__init__(backbone, inputs=inputs, outputs=outputs, **kwargs)
+        # The pooler feeds nothing here (HF's BertForQuestionAnswering has none): keep it out of
+        # training so it neither warns of missing gradients nor takes weight decay.
+        backbone.pooler.trainable = False
         self.span_head = span_head
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", loss_weights="auto",

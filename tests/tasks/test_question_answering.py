@@ -86,6 +86,7 @@ def test_config_and_preset_round_trips(tmp_path):
     # tests/finetune/test_squad.py)
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(59)]
     model = BertSpanQA(BertBackbone(BertConfig.from_size("tiny", vocab_size=64)))
+    assert not any("pooler" in v.path for v in model.trainable_variables)  # unused, frozen
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(5, 64, size=(2, 12)).astype("int32"),
          "segment_ids": np.zeros((2, 12), "int32"), "padding_mask": np.ones((2, 12), "int32")}
