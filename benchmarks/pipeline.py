@@ -53,18 +53,18 @@ BATCH, LENGTH = 32, 128
 
 def wikitext_documents(limit):
     """WikiText-2 train as documents of paragraphs (title lines start one, headings dropped)."""
-    from keras_bert_lab.text.corpora import read_documents
+    from keras_bert_lab.data.corpora import read_documents
 
     return list(read_documents("wikitext2", split=False))[:limit]
 
 
 # ---- ours -----------------------------------------------------------------------------------
-def make_ours(documents, whole_word=False):
-    from keras_bert_lab import datasets
-    from keras_bert_lab.text.corpora import split_sentences
-    from keras_bert_lab.text.pretraining_data import (TokenizedCorpus, create_instances,
+def make_ours(documents, whole_word_masking=False):
+    from keras_bert_lab.data import registry as datasets
+    from keras_bert_lab.data.corpora import split_sentences
+    from keras_bert_lab.pipelines.pretraining import (TokenizedCorpus, create_instances,
                                                       pretraining_dataset)
-    from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+    from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 
     tokenizer = WordPieceTokenizer(datasets.locate("bert_uncased_vocab"))
     state = {"seed": 0}
@@ -82,14 +82,14 @@ def make_ours(documents, whole_word=False):
         state["corpus"] = corpus
         state["seed"] += 1
         return consume(pretraining_dataset(corpus, tokenizer, batch_size=BATCH,
-                                           max_seq_length=LENGTH, num_epochs=1,
-                                           whole_word_masking=whole_word, seed=state["seed"]))
+                                           sequence_length=LENGTH, num_epochs=1,
+                                           whole_word_masking=whole_word_masking, seed=state["seed"]))
 
     def per_epoch():
         # An endless stream, as model.fit sees it; one epoch's worth of batches per pass.
         if "stream" not in state:
             ds = pretraining_dataset(state["corpus"], tokenizer, batch_size=BATCH,
-                                     max_seq_length=LENGTH, whole_word_masking=whole_word)
+                                     sequence_length=LENGTH, whole_word_masking=whole_word_masking)
             state["stream"] = ds.as_numpy_iterator()
             state["per_epoch"] = len(create_instances(state["corpus"])["a_start"]) // BATCH
         n = tokens = 0
@@ -106,7 +106,7 @@ def make_ours(documents, whole_word=False):
 def make_hf(documents, return_tensors):
     from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 
-    from keras_bert_lab import datasets
+    from keras_bert_lab.data import registry as datasets
 
     hf = BertTokenizerFast(vocab=str(datasets.locate("bert_uncased_vocab")), do_lower_case=True)
     assert len(hf) == 30522, len(hf)
@@ -157,7 +157,7 @@ def main():
           f"({chars / 1e6:.1f} M chars) → batches of {BATCH} × {LENGTH}, 15% masking; "
           f"{os.cpu_count()} CPUs", flush=True)
     makers = {"keras_bert_lab": lambda: make_ours(documents),
-              "keras_bert_lab_wwm": lambda: make_ours(documents, whole_word=True),
+              "keras_bert_lab_wwm": lambda: make_ours(documents, whole_word_masking=True),
               "hf_pt": lambda: make_hf(documents, "pt"), "hf_np": lambda: make_hf(documents, "np")}
     impls = args.impls.split(",")
     runners = {}

@@ -60,9 +60,9 @@ KEYS = (("token_ids", "input_ids"), ("segment_ids", "token_type_ids"),
 def make_ours(texts, pairs, length, batch):
     import tensorflow as tf
 
-    from keras_bert_lab import datasets
-    from keras_bert_lab.text.packing import BertPacker
-    from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+    from keras_bert_lab.data import registry as datasets
+    from keras_bert_lab.preprocessing.packer import BertPacker
+    from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 
     tokenizer = WordPieceTokenizer(datasets.locate("bert_uncased_vocab"))
     packer = BertPacker.from_tokenizer(tokenizer, length)
@@ -72,9 +72,9 @@ def make_ours(texts, pairs, length, batch):
 def make_fast_bert(texts, pairs, length, batch):
     import tensorflow_text as tf_text
 
-    from keras_bert_lab import datasets
-    from keras_bert_lab.text.packing import BertPacker
-    from keras_bert_lab.text.tokenizer import read_vocabulary
+    from keras_bert_lab.data import registry as datasets
+    from keras_bert_lab.preprocessing.packer import BertPacker
+    from keras_bert_lab.preprocessing.wordpiece import read_vocabulary
 
     vocab = read_vocabulary(datasets.locate("bert_uncased_vocab"))
     import tensorflow as tf
@@ -103,7 +103,7 @@ def make_hf(texts, pairs, length, batch):
     import numpy as np
     from transformers import BertTokenizerFast
 
-    from keras_bert_lab import datasets
+    from keras_bert_lab.data import registry as datasets
 
     hf = BertTokenizerFast(vocab=str(datasets.locate("bert_uncased_vocab")), do_lower_case=True)
     assert len(hf) == 30522, len(hf)
@@ -123,7 +123,7 @@ def make_keras_hub(texts, pairs, length, batch):
     import keras_hub
     import tensorflow as tf
 
-    from keras_bert_lab import datasets
+    from keras_bert_lab.data import registry as datasets
 
     tokenizer = keras_hub.tokenizers.BertTokenizer(
         vocabulary=str(datasets.locate("bert_uncased_vocab")), lowercase=True)
@@ -155,7 +155,7 @@ def main():
 
     import numpy as np
 
-    from keras_bert_lab import datasets
+    from keras_bert_lab.data import registry as datasets
 
     texts = datasets.wikitext2_paragraphs("train")[:args.paragraphs]
     impls = args.impls.split(",")

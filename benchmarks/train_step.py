@@ -119,30 +119,30 @@ JIT = {"tensorflow": False, "jax": True, "torch": False}
 # Shared helpers
 # ----------------------------------------------------------------------------------------------
 
-def step_flops(size, batch, seq_len, masks):
+def step_flops(size, batch, sequence_length, masks):
     """Useful FLOPs of one training step (3 × forward), MLM head at the gathered positions."""
     layers, hidden, _ = SIZES[size]
     inner = 4 * hidden
     dense = layers * (4 * hidden * hidden + 2 * hidden * inner)
-    forward = (2 * dense * batch * seq_len
-               + 4 * layers * batch * seq_len * seq_len * hidden
+    forward = (2 * dense * batch * sequence_length
+               + 4 * layers * batch * sequence_length * sequence_length * hidden
                + 2 * batch * masks * (hidden * hidden + hidden * VOCAB)
                + 2 * batch * (hidden * hidden + 2 * hidden))
     return 3 * forward
 
 
-def make_batch(batch, seq_len, masks, seed=0):
+def make_batch(batch, sequence_length, masks, seed=0):
     """A fixed pretraining batch as NumPy arrays: full-length sentence pairs, ``masks`` distinct
     sorted masked positions per sequence (never [CLS]), random targets and NSP labels."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    token_ids = rng.integers(1000, VOCAB, size=(batch, seq_len)).astype("int32")
+    token_ids = rng.integers(1000, VOCAB, size=(batch, sequence_length)).astype("int32")
     token_ids[:, 0] = 101
-    segment_ids = np.zeros((batch, seq_len), "int32")
-    segment_ids[:, seq_len // 2:] = 1
-    padding_mask = np.ones((batch, seq_len), "int32")
-    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_len), masks, replace=False)
+    segment_ids = np.zeros((batch, sequence_length), "int32")
+    segment_ids[:, sequence_length // 2:] = 1
+    padding_mask = np.ones((batch, sequence_length), "int32")
+    positions = np.sort(np.stack([rng.choice(np.arange(1, sequence_length), masks, replace=False)
                                   for _ in range(batch)]), axis=1).astype("int32")
     mask_ids = np.take_along_axis(token_ids, positions, axis=1).copy()
     token_ids[np.arange(batch)[:, None], positions] = 103  # [MASK]
@@ -341,7 +341,7 @@ def hf_stepper(impl, size, data, recipe):
 def run_worker(spec, args):
     """One process per (backend, implementation, size), holding one model per recipe."""
     backend, impl, size = spec.split(":")
-    data = make_batch(args.batch, args.seq_len, args.masks)
+    data = make_batch(args.batch, args.sequence_length, args.masks)
     steppers, ready = {}, {}
     for recipe in recipes_for(backend, impl, args):
         t0 = time.perf_counter()
@@ -449,7 +449,7 @@ class Worker:
         self.log = open(self.log_path, "w")
         env = worker_env(args, KERAS_BACKEND=self.backend, PYTHONUNBUFFERED="1")
         cmd = [sys.executable, os.path.abspath(__file__), "--_worker", spec,
-               "--batch", str(args.batch), "--seq-len", str(args.seq_len),
+               "--batch", str(args.batch), "--sequence-length", str(args.sequence_length),
                "--masks", str(args.masks), "--warmup", str(args.warmup),
                "--recipes", ",".join(args.recipes)] + (
                    ["--torch-compile"] if args.torch_compile else [])
@@ -610,7 +610,7 @@ def main(argv=None):
                         help="untimed optimizer steps after the first (compile) step (default 2; "
                              "--fast 1)")
     parser.add_argument("--batch", type=int, default=32, help="micro-batch size (default 32)")
-    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--masks", type=int, default=20)
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: tiny size, batch 8, no warm-up, 1 repeat of 2 steps, "
@@ -733,7 +733,7 @@ def main(argv=None):
     rows = summarise(results, args, peak)
     loads = [r["load_1min"] for w in results for runs in w.runs.values() for r in runs]
     print()
-    print(f"# Pretraining step: micro-batch {args.batch} × {args.seq_len} tokens, {args.masks} "
+    print(f"# Pretraining step: micro-batch {args.batch} × {args.sequence_length} tokens, {args.masks} "
           f"masked positions, AdamW, dropout {DROPOUT}; median of {args.repeats} interleaved "
           f"repeats of {f'{args.steps} micro-batches' if args.steps else f'≥ {args.target_s:g} s'}"
           f"; OMP_WAIT_POLICY={worker_env(args).get('OMP_WAIT_POLICY', 'unset')}")
@@ -767,7 +767,7 @@ def main(argv=None):
 
 
 def peak_gflop_note(args):
-    return ", ".join(f"{size} {step_flops(size, args.batch, args.seq_len, args.masks) / 1e9:.1f}"
+    return ", ".join(f"{size} {step_flops(size, args.batch, args.sequence_length, args.masks) / 1e9:.1f}"
                      for size in args.sizes) + " GFLOP per micro-batch"
 
 
@@ -780,13 +780,13 @@ def summarise(results, args, peak):
             micro = parse_recipe(recipe)[1]
             per_repeat = [args.batch * micro * len(r["times"]) / sum(r["times"]) for r in runs]
             seq_s = statistics.median(per_repeat)
-            flops = step_flops(w.size, args.batch, args.seq_len, args.masks)
+            flops = step_flops(w.size, args.batch, args.sequence_length, args.masks)
             others = [r["other_cpu"] for r in runs if r.get("other_cpu") is not None]
             rows.append({
                 "backend": w.backend, "impl": w.impl, "size": w.size, "recipe": recipe,
                 "micro_batches": micro, "seq_s": seq_s,
                 "seq_s_min": min(per_repeat), "seq_s_max": max(per_repeat),
-                "tokens_s": seq_s * args.seq_len,
+                "tokens_s": seq_s * args.sequence_length,
                 "micro_batch_s": args.batch / seq_s, "optimizer_step_s": args.batch * micro / seq_s,
                 "gflop_s": seq_s / args.batch * flops / 1e9,
                 "mfu": seq_s / args.batch * flops / 1e9 / peak,

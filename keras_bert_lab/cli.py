@@ -9,10 +9,13 @@ import os
 import sys
 import time
 
+from keras_bert_lab.errors import KblError
+from keras_bert_lab.recipes import classify, ner, pretrain, squad
+
 
 def _models(args):
     """Print each named BERT size with its parameter count; optionally build and run them."""
-    from keras_bert_lab.models.config import SIZES, BertConfig
+    from keras_bert_lab.models.bert_config import SIZES, BertConfig
 
     print(f"{'size':<8}{'layers':>7}{'hidden':>8}{'heads':>7}{'ffn':>7}{'parameters':>14}")
     for name in SIZES:
@@ -53,8 +56,6 @@ def _forward_demo(sizes):
 
 
 def _pretrain(args):
-    from keras_bert_lab import pretrain
-
     pretrain.main(args)
 
 
@@ -64,7 +65,6 @@ def _demo(args):
     import csv
     import json
 
-    from keras_bert_lab import pretrain
     from keras_bert_lab.tasks.pretraining import BertPretrainer
 
     _models(argparse.Namespace(build=[]))
@@ -72,35 +72,37 @@ def _demo(args):
         size=args.size, steps=args.steps, eval_every=max(1, args.steps // 3), eval_batches=10,
         checkpoint_every=max(1, args.steps // 3), log_every=10)
     print(f"\nPretraining BERT-{args.size} on WikiText-2 for {args.steps} steps "
-          f"(batch {settings.batch_size} × {settings.seq_len} tokens) into {args.out} …")
-    metrics = pretrain.run(settings, args.out, overwrite=True, verbose=2)
-    rows = [r for r in csv.DictReader(open(f"{args.out}/log.csv")) if r["split"] == "train"]
+          f"(batch {settings.batch_size} × {settings.sequence_length} tokens) into "
+          f"{args.output} …")
+    metrics = pretrain.run(settings, args.output, overwrite=True, verbose=2)
+    rows = [r for r in csv.DictReader(open(f"{args.output}/log.csv")) if r["split"] == "train"]
     print(f"\ntraining MLM loss {float(rows[0]['mlm_loss']):.2f} (step {rows[0]['step']}) → "
           f"{float(rows[-1]['mlm_loss']):.2f} (step {rows[-1]['step']})")
     print(f"held-out (WikiText-2 valid): MLM accuracy {metrics['heldout_mlm_accuracy']:.3f} vs "
           f"{metrics['unigram_mlm_accuracy']:.3f} always guessing {metrics['unigram_token']!r}; "
           f"NSP accuracy {metrics['heldout_nsp_accuracy']:.3f} vs 0.5 chance")
     print(json.dumps(metrics, indent=2))
-    model = BertPretrainer.from_preset(f"{args.out}/preset")
+    model = BertPretrainer.from_preset(f"{args.output}/preset")
     tokenizer = pretrain.load_tokenizer(settings)
     print("\nFill in the blank (top 5):")
     for sentence, guesses in pretrain.fill_in_the_blanks(model, tokenizer,
                                                          pretrain.HELDOUT_SENTENCES):
         print(f"  {sentence}\n      → {', '.join(guesses[0]) if guesses else '(no [MASK])'}")
-    print(f"\nCurves: {args.out}/curves.png · preset: {args.out}/preset")
+    print(f"\nCurves: {args.output}/curves.png · preset: {args.output}/preset")
 
 
 def _preset_list(args):
     """Print the named presets: size, licence, source package and whether it is built here."""
     from keras_bert_lab import presets
+    from keras_bert_lab.presets.format import CONFIG_FILE
 
     home = presets.preset_home()
-    entries = presets.registry()
+    entries = presets.named_presets()
     print(f"{'name':<26}{'parameters':>12}  {'license':<12}{'built':<7}source")
     for name in sorted(entries):
         entry = entries[name]
         source = entry.get("source", {})
-        built = "yes" if (home / name / presets.CONFIG_FILE).is_file() else "no"
+        built = "yes" if (home / name / CONFIG_FILE).is_file() else "no"
         print(f"{name:<26}{entry.get('parameter_count', 0):>12,}  {entry.get('license', '?'):<12}"
               f"{built:<7}{source.get('package', '?')}=={source.get('version', '?')}")
         if args.verbose:
@@ -113,8 +115,9 @@ def _print_preset(path):
 
     preset = presets.read_preset(path)
     c = preset.config
-    print(f"wrote {preset.directory}: {c.num_layers} layers, hidden {c.hidden_size}, "
-          f"{c.num_heads} heads, {preset.metadata['parameter_count']:,} parameters, "
+    print(f"wrote {preset.directory}: {preset.backbone_class}, {c.get('num_layers')} layers, "
+          f"hidden {c.get('hidden_size')}, {c.get('num_heads')} heads, "
+          f"{preset.metadata['parameter_count']:,} parameters, "
           f"task {(preset.task or {}).get('class_name', 'none (backbone)')}, "
           f"lowercase={preset.tokenizer.get('lowercase')}")
 
@@ -125,21 +128,18 @@ def _heads(args):
 
 def _preset_import_hf(args):
     """Convert a Hugging Face BERT directory (or a named preset's source) into a preset."""
-    from keras_bert_lab import presets
-    from keras_bert_lab.convert.hf_checkpoint import import_hf
     from keras_bert_lab.errors import PresetError
+    from keras_bert_lab.presets import registry
+    from keras_bert_lab.presets.convert.hf_checkpoint import import_hf
 
     source, out, description, license = args.source, args.out, None, args.license
     if args.preset:
-        entry = presets.registry().get(args.preset)
-        if entry is None:
-            raise PresetError(f"Unknown preset {args.preset!r}; known presets: "
-                              f"{', '.join(presets.list_presets())}.")
+        entry = registry.entry(args.preset)
         if entry["source"]["format"] != "huggingface":
             raise PresetError(f"Preset {args.preset!r} is not built from a Hugging Face checkpoint "
                               f"(format {entry['source']['format']!r}); see `kbl preset list -v`.")
-        source = source or presets.locate_source(entry)
-        out = out or presets.preset_home() / args.preset
+        source = source or registry.locate_source(entry)
+        out = out or registry.preset_home() / args.preset
         src = entry["source"]
         description = f"{src['package']}=={src['version']} (huggingface checkpoint {src['path']})"
         license = license or entry.get("license")
@@ -151,7 +151,7 @@ def _preset_import_hf(args):
 
 
 def _preset_import_google(args):
-    from keras_bert_lab.convert.google import import_google
+    from keras_bert_lab.presets.convert.google import import_google
 
     _print_preset(import_google(args.source, args.out, heads=_heads(args),
                                 allow_partial=args.allow_partial, lowercase=args.lowercase,
@@ -159,24 +159,26 @@ def _preset_import_google(args):
 
 
 def _preset_import_keras_hub(args):
-    from keras_bert_lab.convert.kerashub import import_keras_hub
+    from keras_bert_lab.presets.convert.keras_hub import import_keras_hub
 
     _print_preset(import_keras_hub(args.source, args.out, overwrite=args.overwrite,
                                    license=args.license))
 
 
 def _preset_export_hf(args):
-    from keras_bert_lab.convert.hf_checkpoint import export_hf
+    from keras_bert_lab.presets import resolve_preset
+    from keras_bert_lab.presets.convert.hf_checkpoint import export_hf
 
-    print(f"wrote {export_hf(args.preset, args.out, overwrite=args.overwrite)} "
-          "(transformers: BertModel/BertForPreTraining.from_pretrained)")
+    out = export_hf(resolve_preset(args.preset), args.out, overwrite=args.overwrite)
+    print(f"wrote {out} (transformers: BertModel/BertForPreTraining.from_pretrained)")
 
 
 def _preset_export_keras_hub(args):
-    from keras_bert_lab.convert.kerashub import export_keras_hub
+    from keras_bert_lab.presets import resolve_preset
+    from keras_bert_lab.presets.convert.keras_hub import export_keras_hub
 
-    print(f"wrote {export_keras_hub(args.preset, args.out, overwrite=args.overwrite)} "
-          "(keras_hub.models.BertBackbone.from_preset)")
+    out = export_keras_hub(resolve_preset(args.preset), args.out, overwrite=args.overwrite)
+    print(f"wrote {out} (keras_hub.models.BertBackbone.from_preset)")
 
 
 def _add_preset_commands(sub):
@@ -227,39 +229,40 @@ def _add_preset_commands(sub):
 
 def _vocab(args):
     """Train a WordPiece vocabulary on text files and/or registry corpora; write vocab.txt."""
-    from keras_bert_lab import datasets
+    from keras_bert_lab.data import registry
     from keras_bert_lab.errors import DataError
-    from keras_bert_lab.text.vocab import read_lines, train_vocabulary
+    from keras_bert_lab.preprocessing.wordpiece_trainer import read_lines, train_vocabulary
 
     sources = []
     for item in args.corpus:  # check every source before the (minutes-long) training starts
         name, _, part = item.partition(":")
         if os.path.isfile(item):
             sources.append(("file", item, None))
-        elif name in datasets.SOURCES:
-            datasets.locate(name, part or None)  # MissingPackageError names the install command
+        elif name in registry.names(kind="corpus"):
+            registry.locate(name, part or None)  # MissingPackageError names the install command
             sources.append(("registry", name, part or None))
         else:
             raise DataError(f"--corpus {item!r} is neither a file nor a known corpus "
-                            f"({', '.join(datasets.names())}; e.g. wikitext2:train).")
+                            f"({', '.join(registry.names(kind='corpus'))}; e.g. "
+                            "wikitext2:train).")
 
     def texts():
         for kind, name, part in sources:
             if kind == "file":
                 yield from read_lines(name)
             else:
-                yield from (line for line in datasets.load(name, part) if line.strip())
+                yield from (line for line in registry.load(name, part) if line.strip())
 
     start = time.time()
     try:
         vocab = train_vocabulary(texts(), args.size, lowercase=not args.cased,
                                  unused_tokens=args.unused, min_frequency=args.min_frequency,
                                  limit_alphabet=args.limit_alphabet, progress=not args.quiet,
-                                 output=args.out)
+                                 output=args.output)
     except ValueError as error:
         raise DataError(str(error)) from None
-    print(f"wrote {len(vocab):,} tokens to {args.out} ({time.time() - start:.0f}s); use it with "
-          f"WordPieceTokenizer({args.out!r}{', lowercase=False' if args.cased else ''})")
+    print(f"wrote {len(vocab):,} tokens to {args.output} ({time.time() - start:.0f}s); use it "
+          f"with WordPieceTokenizer({args.output!r}{', lowercase=False' if args.cased else ''})")
 
 
 def build_parser():
@@ -272,17 +275,16 @@ def build_parser():
     p = sub.add_parser("demo", help="the built-in demo (what `make demo` runs)")
     p.add_argument("--size", default="mini")
     p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--out", default="out/demo")
+    p.add_argument("--output", default="out/demo",
+                   help="output directory (a previous demo run there is replaced)")
     p.set_defaults(func=_demo)
     p = sub.add_parser("pretrain", help="pretrain a BERT (masked LM + next sentence) from text")
-    from keras_bert_lab.pretrain import add_arguments
-
-    add_arguments(p)
+    pretrain.add_arguments(p)
     p.set_defaults(func=_pretrain)
     p = sub.add_parser("finetune", help="fine-tune a preset: classify, pair, choice, squad, ner")
-    from keras_bert_lab.finetune import add_arguments as add_finetune_arguments
-
-    add_finetune_arguments(p)
+    tasks = p.add_subparsers(dest="task", required=True, metavar="TASK")
+    for recipe in (classify, squad, ner):
+        recipe.register(tasks)
     p.set_defaults(func=lambda args: args.run(args))
     _add_preset_commands(sub)
     p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) on a corpus")
@@ -290,7 +292,7 @@ def build_parser():
                    help="text files (one text per line, .gz read directly) and/or registry "
                         "corpora, e.g. wikitext2:train")
     p.add_argument("--size", type=int, default=30522, help="tokens in all (default 30522)")
-    p.add_argument("--out", required=True, help="where to write vocab.txt")
+    p.add_argument("--output", required=True, help="where to write vocab.txt")
     p.add_argument("--cased", action="store_true", help="keep case and accents")
     p.add_argument("--unused", type=int, default=0, metavar="N",
                    help="[unused0..N-1] slots after the special tokens (default 0)")
@@ -303,8 +305,6 @@ def build_parser():
 
 
 def main(argv=None):
-    from keras_bert_lab.errors import KblError
-
     args = build_parser().parse_args(argv)
     try:
         args.func(args)

@@ -8,6 +8,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from keras_bert_lab.data import registry  # noqa: E402
+from keras_bert_lab.errors import MissingPackageError  # noqa: E402
+
 
 @pytest.fixture(autouse=True)
 def _fresh_keras_state():
@@ -37,3 +40,63 @@ def padded_pair_batch(vocab_size=30522, lengths=(24, 17, 9), first_lengths=(10, 
 
 def to_numpy(x):
     return keras.ops.convert_to_numpy(x)
+
+
+# ---- the real bert-base-uncased vocab and HF's fast tokenizer on it (text tests) ---------
+def locate_or_skip(name, part=None):
+    try:
+        return registry.locate(name, part)
+    except MissingPackageError as error:  # `make test` installs it; say how, do not hide it
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def vocab_path():
+    return str(locate_or_skip("bert_uncased_vocab"))
+
+
+def _hf(vocab_path, lowercase):
+    transformers = pytest.importorskip("transformers")
+    # transformers 5.x: vocab_file= silently builds a 5-token vocab; vocab= reads the file.
+    hf = transformers.BertTokenizerFast(vocab=vocab_path, do_lower_case=lowercase)
+    assert len(hf) == 30522
+    return hf
+
+
+@pytest.fixture(scope="session")
+def hf_uncased(vocab_path):
+    return _hf(vocab_path, True)
+
+
+@pytest.fixture(scope="session")
+def hf_cased(vocab_path):
+    return _hf(vocab_path, False)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(vocab_path):
+    from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
+
+    return WordPieceTokenizer(vocab_path)
+
+
+@pytest.fixture(scope="session")
+def cased_tokenizer(vocab_path):
+    from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
+
+    return WordPieceTokenizer(vocab_path, lowercase=False)
+
+
+@pytest.fixture(scope="session")
+def wikitext_valid_test():
+    locate_or_skip("wikitext2", "valid")
+    return registry.wikitext2_paragraphs("valid") + registry.wikitext2_paragraphs("test")
+
+
+def hf_encode(hf, texts, **kwargs):
+    """HF's ids, offsets and word ids (no special tokens) of each text, as plain lists."""
+    enc = hf(list(texts), add_special_tokens=False, return_offsets_mapping=True, **kwargs)
+    return [{"token_ids": enc["input_ids"][i],
+             "start_offsets": [s for s, _ in enc["offset_mapping"][i]],
+             "end_offsets": [e for _, e in enc["offset_mapping"][i]],
+             "word_ids": enc.word_ids(i)} for i in range(len(texts))]

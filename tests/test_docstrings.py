@@ -12,12 +12,18 @@ MODULES = sorted(info.name for info in pkgutil.walk_packages(keras_bert_lab.__pa
                                                              "keras_bert_lab."))
 # The modules that teach by example: each must have at least one.
 MUST_HAVE_EXAMPLES = {
-    "keras_bert_lab.datasets", "keras_bert_lab.models.config", "keras_bert_lab.models.bert",
+    "keras_bert_lab.data.registry", "keras_bert_lab.data.splits", "keras_bert_lab.data.corpora",
+    "keras_bert_lab.models.bert_config", "keras_bert_lab.models.bert",
     "keras_bert_lab.layers.embeddings", "keras_bert_lab.layers.attention",
-    "keras_bert_lab.layers.encoder", "keras_bert_lab.layers.heads",
-    "keras_bert_lab.tasks.pretraining", "keras_bert_lab.training.optimizers",
-    "keras_bert_lab.text.normalization", "keras_bert_lab.text.tokenizer",
-    "keras_bert_lab.text.packing", "keras_bert_lab.text.vocab", "keras_bert_lab.finetune.common",
+    "keras_bert_lab.layers.encoder", "keras_bert_lab.layers.heads", "keras_bert_lab.layers.pooling",
+    "keras_bert_lab.tasks.pretraining", "keras_bert_lab.tasks.classifier",
+    "keras_bert_lab.training.optimizers", "keras_bert_lab.training.run",
+    "keras_bert_lab.preprocessing.normalization", "keras_bert_lab.preprocessing.wordpiece",
+    "keras_bert_lab.preprocessing.packer", "keras_bert_lab.preprocessing.wordpiece_trainer",
+    "keras_bert_lab.preprocessing.bert", "keras_bert_lab.preprocessing.span_qa",
+    "keras_bert_lab.preprocessing.tagging", "keras_bert_lab.pipelines.pretraining",
+    "keras_bert_lab.pipelines.batches", "keras_bert_lab.metrics.classification",
+    "keras_bert_lab.presets.format", "keras_bert_lab.presets.registry",
 }
 
 

@@ -11,7 +11,8 @@ from keras_bert_lab.errors import InputError
 from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.layers.embeddings import BertEmbedding
 from keras_bert_lab.layers.encoder import TransformerEncoderBlock
-from keras_bert_lab.models.config import BertConfig
+from keras_bert_lab.models.backbone import Backbone
+from keras_bert_lab.models.bert_config import BertConfig
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -29,7 +30,7 @@ def _concrete(x):
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
-class BertBackbone(keras.Model):
+class BertBackbone(Backbone):
     """The BERT encoder (Devlin et al. 2019): embeddings, ``L`` post-LN blocks and the pooler.
 
     Inputs (a dict): ``token_ids`` (B, T) int, ``segment_ids`` (B, T) int in ``[0, 2)``,
@@ -49,6 +50,9 @@ class BertBackbone(keras.Model):
         config: a ``BertConfig``, a dict of its fields, or a size name (``"tiny"`` … ``"large"``).
         dtype: optional dtype policy (e.g. ``"mixed_bfloat16"``); the global policy otherwise.
 
+    ``BertBackbone.from_preset("minilm_l6_en_uncased")`` loads real weights (see
+    :class:`~keras_bert_lab.models.backbone.Backbone`).
+
     Example:
     >>> import numpy as np
     >>> backbone = BertBackbone("tiny")
@@ -60,6 +64,8 @@ class BertBackbone(keras.Model):
     >>> len(outputs["hidden_states"])
     3
     """
+
+    config_class = BertConfig
 
     def __init__(self, config="base", dtype=None, **kwargs):
         config = BertConfig.coerce(config)
@@ -87,12 +93,11 @@ class BertBackbone(keras.Model):
             hidden_states.append(x)
         pooled = pooler(x[:, 0, :])  # (B, H)
         super().__init__(
-            inputs=inputs,
+            config, inputs=inputs,
             outputs={"sequence_output": x, "pooled_output": pooled, "hidden_states": hidden_states},
             dtype=dtype, **kwargs)
         # Layers are attributes only after Model.__init__ (the torch backend requires it).
         self.embeddings, self.encoder_layers, self.pooler = embeddings, encoder_layers, pooler
-        self.config = config
 
     @property
     def token_embedding(self):
@@ -149,34 +154,3 @@ class BertBackbone(keras.Model):
                 raise InputError(f"BertBackbone input '{name}' holds id {int(bad)} outside "
                                  f"[0, {upper}); check that the tokenizer's vocabulary matches the "
                                  f"model (vocab_size={self.config.vocab_size}).")
-
-    @classmethod
-    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True):
-        """A backbone from a preset directory or a registered name (``list_presets()``).
-
-        Weights are checked by name and shape (strict unless ``allow_partial=True``); file
-        checksums are verified unless ``verify=False``. See :mod:`keras_bert_lab.presets`.
-
-        Example: ``BertBackbone.from_preset("minilm_l6_en_uncased")``.
-        """
-        from keras_bert_lab import presets
-
-        return presets.load_backbone(preset, allow_partial=allow_partial, dtype=dtype,
-                                     verify=verify)
-
-    def save_to_preset(self, directory, **kwargs):
-        """Save as a preset directory; ``kwargs`` as in :func:`keras_bert_lab.presets.save_preset`."""
-        from keras_bert_lab import presets
-
-        return presets.save_preset(self, directory, **kwargs)
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name,
-                "trainable": self.trainable, "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if "dtype" in config and isinstance(config["dtype"], dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)

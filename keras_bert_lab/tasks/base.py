@@ -1,17 +1,24 @@
-"""``Task``: what every BERT task model shares — a backbone, presets, serialisation, a tokenizer.
+"""``Task``: what every task model shares — a backbone, presets, serialisation, batched prediction.
 
-A task is a functional ``keras.Model`` built as ``backbone → head``. Subclasses build their
-graph in ``__init__`` and call ``super().__init__(backbone, inputs=..., outputs=...)``; they list
-their own constructor arguments in ``get_config`` as ``{**super().get_config(), ...}``. The rest
-— ``from_preset`` (backbone and, when the preset was saved from the same task, its head),
-``save_to_preset``, ``from_config`` and the preset's tokenizer — lives here once.
+A task is a functional ``keras.Model`` built as ``backbone → head``: model inputs in, logits out.
+Turning text into those inputs is the job of a preprocessor (:mod:`keras_bert_lab.preprocessing`),
+which a task never imports. Subclasses build their graph in ``__init__`` and call
+``super().__init__(backbone, inputs=..., outputs=...)``; they list their own constructor arguments
+in ``get_config`` as ``{**super().get_config(), ...}``. The rest — ``from_preset`` (backbone and,
+when the preset was saved from the same task, its head), ``save_to_preset``, ``from_config`` and
+``predict_packed`` — lives here once.
 """
+
+import inspect
+import warnings
 
 import keras
 import numpy as np
 
-from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.models.bert import INPUT_NAMES
+from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone
+from keras_bert_lab.presets import format as preset_format
+from keras_bert_lab.presets import registry
+from keras_bert_lab.presets.weights import load_weights
 
 
 def backbone_inputs():
@@ -23,10 +30,11 @@ class Task(keras.Model):
     """Base class of the task models (see the module docstring).
 
     Args:
-        backbone: a ``BertBackbone``.
+        backbone: the backbone (``backbone_class``).
         inputs, outputs, kwargs: passed to ``keras.Model`` (the functional constructor).
     """
 
+    backbone_class = BertBackbone
     # Tasks whose outputs have a token axis (B, T, ...) set the value that pads them back to the
     # input length in `predict_packed`; None: no token axis.
     token_output_fill = None
@@ -34,7 +42,11 @@ class Task(keras.Model):
     def __init__(self, backbone, *, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
-        self._tokenizer = None
+
+    @classmethod
+    def preset_defaults(cls, preset):
+        """Constructor defaults a preset supplies beyond a stored task config (none here)."""
+        return {}
 
     @classmethod
     def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True, **kwargs):
@@ -45,16 +57,32 @@ class Task(keras.Model):
         ``kwargs`` are the task's constructor arguments (e.g. ``num_classes``); a preset saved from
         this class supplies the defaults.
         """
-        from keras_bert_lab import presets
+        preset = registry.read_preset(preset, verify=verify)
+        backbone = cls.backbone_class(cls.backbone_class.config_from_preset(preset), dtype=dtype)
+        stored = preset.task or {}
+        same_task = stored.get("class_name") == cls.__name__
+        defaults = cls._known_arguments(stored.get("config", {})) if same_task \
+            else cls.preset_defaults(preset)
+        model = cls(backbone, **{**defaults, **kwargs})
+        load_weights(model, preset.weights_path, allow_partial=allow_partial,
+                                   load_heads=same_task)
+        model.preset_info = backbone.preset_info = preset.info()
+        return model
 
-        return presets.load_task(cls, preset, allow_partial=allow_partial, dtype=dtype,
-                                 verify=verify, **kwargs)
+    @classmethod
+    def _known_arguments(cls, stored):
+        """The stored task arguments this class still takes (a preset written by an older
+        version may hold one that was since removed; it is dropped with a warning)."""
+        accepted = inspect.signature(cls.__init__).parameters
+        dropped = sorted(set(stored) - set(accepted))
+        if dropped:
+            warnings.warn(f"{cls.__name__} no longer takes {dropped}; the preset's values are "
+                          "ignored.", stacklevel=3)
+        return {k: v for k, v in stored.items() if k in accepted}
 
     def save_to_preset(self, directory, **kwargs):
         """Save backbone and head as a preset; ``kwargs`` as in ``presets.save_preset``."""
-        from keras_bert_lab import presets
-
-        return presets.save_preset(self, directory, **kwargs)
+        return preset_format.save_preset(self, directory, **kwargs)
 
     def predict_packed(self, features, batch_size=32, length_multiple=16):
         """Outputs (NumPy) for packed features, batch by batch, each cut to its longest row.
@@ -85,28 +113,6 @@ class Task(keras.Model):
                 lambda spec: np.zeros([0] + [full if d is None else d for d in spec.shape[1:]],
                                       spec.dtype), self.output)
         return keras.tree.map_structure(lambda *rows: np.concatenate(rows), *parts)
-
-    @property
-    def tokenizer(self):
-        """The ``WordPieceTokenizer`` of the preset this model was loaded from (or the one set)."""
-        if self._tokenizer is None:
-            info = getattr(self.backbone, "preset_info", None)
-            if info is None:
-                raise ConfigError(f"This {type(self).__name__} was not loaded from a preset; set "
-                                 "`model.tokenizer = WordPieceTokenizer(vocab)` first.")
-            from keras_bert_lab.text.tokenizer import WordPieceTokenizer
-
-            options = {k: v for k, v in info.tokenizer.items()
-                       if k in ("lowercase", "strip_accents", "chinese_chars")}
-            self._tokenizer = WordPieceTokenizer(list(info.vocabulary), **options)
-        return self._tokenizer
-
-    def __setattr__(self, name, value):
-        # `model.tokenizer = ...` goes straight to the private slot: TensorFlow's attribute
-        # tracking would first read the property, which raises while no tokenizer is set.
-        if name == "tokenizer":
-            name = "_tokenizer"
-        super().__setattr__(name, value)
 
     def get_config(self):
         return {"backbone": keras.saving.serialize_keras_object(self.backbone),

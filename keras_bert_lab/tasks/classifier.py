@@ -23,9 +23,9 @@ import numpy as np
 
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.layers.pooling import mean_pool
 from keras_bert_lab.models.bert import BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task, backbone_inputs
-from keras_bert_lab.tasks.sentence_embedding import mean_pool
 from keras_bert_lab.training.optimizers import adamw
 
 PROBLEMS = ("single_label", "regression", "multi_label")
@@ -74,9 +74,8 @@ class BertClassifier(Task):
         num_classes: ``K``; default 2 (1 for regression, ``len(labels)`` when labels are given).
         problem: ``"single_label"``, ``"regression"`` or ``"multi_label"`` (see the module doc).
         dropout: dropout rate before the head; default the backbone config's ``dropout``.
-        labels: optional class names (id = position); :meth:`predict_texts` returns them and a
+        labels: optional class names (id = position); :meth:`predict_labels` returns them and a
             saved preset keeps them.
-        sequence_length: the length :meth:`preprocess` truncates and pads raw texts to.
         pooling: ``"cls"`` (the pooled ``[CLS]`` output, BERT's and HF's head) or ``"mean"`` (the
             mean of ``sequence_output`` over the real tokens; the backbone's pooler then stays
             frozen, unused).
@@ -94,20 +93,23 @@ class BertClassifier(Task):
     >>> sorted(history.history)
     ['accuracy', 'loss']
 
-    From raw text with a preset's tokenizer (here a tiny random model saved with the real vocab):
+    From raw text, with the preprocessor of the preset's tokenizer (here a tiny random model saved
+    with the real vocabulary):
 
     >>> import tempfile
-    >>> from keras_bert_lab.datasets import locate
+    >>> from keras_bert_lab.data.registry import locate
+    >>> from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
     >>> path = BertClassifier(BertBackbone("tiny"), labels=["neg", "pos"]).save_to_preset(
     ...     tempfile.mkdtemp() + "/clf", vocabulary=locate("bert_uncased_vocab"))
     >>> model = BertClassifier.from_preset(path)
-    >>> out = model.predict_texts(["A gripping, funny film.", "Dull."])
+    >>> preprocessor = BertTextPreprocessor.from_preset(path, sequence_length=32)
+    >>> out = model.predict_labels(preprocessor(["A gripping, funny film.", "Dull."]))
     >>> out["probabilities"].shape, all(label in ("neg", "pos") for label in out["labels"])
     ((2, 2), True)
     """
 
     def __init__(self, backbone, num_classes=None, problem="single_label", dropout=None,
-                 labels=None, sequence_length=128, pooling="cls", **kwargs):
+                 labels=None, pooling="cls", **kwargs):
         num_classes, labels = check_head_arguments(num_classes, problem, labels)
         if pooling not in POOLINGS:
             raise ConfigError(f"pooling={pooling!r}; choose one of {POOLINGS}.")
@@ -128,8 +130,7 @@ class BertClassifier(Task):
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.classifier_dropout, self.classifier = head_dropout, head
         self.num_classes, self.problem, self.dropout = num_classes, problem, dropout
-        self.labels, self.sequence_length = labels, int(sequence_length)
-        self.pooling = pooling
+        self.labels, self.pooling = labels, pooling
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Defaults per problem: AdamW (lr 2e-5, decay on ≥2-D weights, clip 1.0) and
@@ -151,42 +152,24 @@ class BertClassifier(Task):
                        }[self.problem]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    # ---- raw text ----------------------------------------------------------------------------
-    def preprocess(self, texts, texts_pair=None, sequence_length=None):
-        """Packed NumPy features ``{token_ids, segment_ids, padding_mask}`` (N, L) of raw texts.
-
-        Uses the preset's tokenizer (or the one set with ``model.tokenizer = ...``); pairs pack as
-        ``[CLS] A [SEP] B [SEP]``, cut longest-first to ``sequence_length`` (default: the model's).
-        """
-        from keras_bert_lab.text.labelled_data import pack_texts
-
-        return pack_texts(self.tokenizer, texts, texts_pair,
-                          sequence_length=sequence_length or self.sequence_length)
-
-    def predict_texts(self, texts, texts_pair=None, batch_size=32, sequence_length=None):
-        """Predictions for raw strings (or pairs): a dict of NumPy arrays / lists.
+    def predict_labels(self, features, batch_size=32):
+        """Predictions for packed features (a preprocessor's output): a dict of NumPy arrays.
 
         ``logits`` (N, K) always; ``single_label``: ``probabilities`` (softmax), ``ids`` and
         ``labels`` (class names, or the ids when the model has none); ``multi_label``:
         ``probabilities`` (sigmoid), ``ids`` (a list of active class ids per text, p ≥ 0.5) and
-        ``labels``; ``regression``: ``scores`` (N,).
+        ``labels``; ``regression``: ``scores`` (N,). Batches are cut to their longest text.
         """
-        single = isinstance(texts, str)
-        if single:
-            texts = [texts]
-            texts_pair = None if texts_pair is None else [texts_pair]
-        features = self.preprocess(texts, texts_pair, sequence_length)
         logits = self.predict_packed(features, batch_size)
         return {"logits": logits, **decode_logits(logits, self.problem, self.labels)}
 
     def get_config(self):
         return {**super().get_config(), "num_classes": self.num_classes, "problem": self.problem,
-                "dropout": self.dropout, "labels": self.labels,
-                "sequence_length": self.sequence_length, "pooling": self.pooling}
+                "dropout": self.dropout, "labels": self.labels, "pooling": self.pooling}
 
 
 def decode_logits(logits, problem, labels=None):
-    """Probabilities/labels (or scores) from ``(N, K)`` logits, in NumPy (see ``predict_texts``)."""
+    """Probabilities/labels (or scores) from ``(N, K)`` logits, in NumPy (see ``predict_labels``)."""
     logits = np.asarray(logits, dtype="float64")
     if problem == "regression":
         return {"scores": logits[:, 0]}

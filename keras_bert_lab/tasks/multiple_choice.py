@@ -16,6 +16,7 @@ from keras import ops
 from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task
+from keras_bert_lab.tasks.classifier import decode_logits
 from keras_bert_lab.training.optimizers import adamw
 
 
@@ -46,14 +47,14 @@ class BertMultipleChoice(Task):
     """A shared ``Dense(1)`` score on each (context, choice) pair's pooled output; softmax over C.
 
     Inputs: ``token_ids``, ``segment_ids``, ``padding_mask``, each ``(B, C, T)`` int (pack them
-    with :func:`keras_bert_lab.text.labelled_data.pack_choices`). Output: ``(B, C)`` float32
+    with :meth:`keras_bert_lab.preprocessing.bert.BertTextPreprocessor.pack_choices`). Output:
+    ``(B, C)`` float32
     logits; the label is the index of the right choice. Any number of choices works (the same C
     within a batch).
 
     Args:
         backbone: a ``BertBackbone``.
         dropout: dropout rate before the scoring layer; default the backbone config's ``dropout``.
-        sequence_length: the length :meth:`preprocess` truncates and pads each pair to.
 
     Example:
     >>> import numpy as np
@@ -69,7 +70,7 @@ class BertMultipleChoice(Task):
     ['accuracy', 'loss']
     """
 
-    def __init__(self, backbone, dropout=None, sequence_length=128, **kwargs):
+    def __init__(self, backbone, dropout=None, **kwargs):
         rate = backbone.config.dropout if dropout is None else float(dropout)
         fold = FoldChoices(name="fold_choices")
         unfold = UnfoldChoices(name="unfold_choices")
@@ -86,7 +87,7 @@ class BertMultipleChoice(Task):
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.fold_choices, self.unfold_choices = fold, unfold
         self.classifier_dropout, self.classifier = head_dropout, head
-        self.dropout, self.sequence_length = dropout, int(sequence_length)
+        self.dropout = dropout
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Defaults: AdamW (lr 2e-5, decay on ≥2-D weights, clip 1.0), softmax cross-entropy over
@@ -99,22 +100,12 @@ class BertMultipleChoice(Task):
             metrics = [keras.metrics.SparseCategoricalAccuracy("accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def preprocess(self, contexts, choices, sequence_length=None):
-        """Packed NumPy features ``(N, C, L)`` of raw contexts and their choice lists."""
-        from keras_bert_lab.text.labelled_data import pack_choices
-
-        return pack_choices(self.tokenizer, contexts, choices,
-                            sequence_length=sequence_length or self.sequence_length)
-
-    def predict_texts(self, contexts, choices, batch_size=8, sequence_length=None):
-        """``{"logits" (N, C), "probabilities" (N, C), "ids" (N,)}`` for raw texts (NumPy)."""
-        from keras_bert_lab.tasks.classifier import decode_logits
-
-        features = self.preprocess(contexts, choices, sequence_length)
+    def predict_choices(self, features, batch_size=8):
+        """``{"logits" (N, C), "probabilities" (N, C), "ids" (N,)}`` for packed ``(N, C, L)``
+        features (NumPy); ``ids`` is the chosen index."""
         logits = self.predict_packed(features, batch_size)
         decoded = decode_logits(logits, "single_label")
         return {"logits": logits, "probabilities": decoded["probabilities"], "ids": decoded["ids"]}
 
     def get_config(self):
-        return {**super().get_config(), "dropout": self.dropout,
-                "sequence_length": self.sequence_length}
+        return {**super().get_config(), "dropout": self.dropout}

@@ -69,8 +69,8 @@ class BertTokenClassifier(Task):
     the same logits). BERT tags a word by its first WordPiece: training data put the word's label
     there and give the other pieces, ``[CLS]``, ``[SEP]`` and padding sample weight 0 (or label
     ``-100``), so the loss is the mean cross-entropy over the labelled pieces, as HF's.
-    :func:`keras_bert_lab.text.tagging.align` builds such data from CoNLL sentences and
-    :func:`~keras_bert_lab.text.tagging.decode` turns predictions back into one tag per word.
+    :class:`keras_bert_lab.preprocessing.tagging.TaggingPreprocessor` builds such data from
+    word-split sentences and turns predictions back into one tag per word.
 
     Args:
         backbone: a ``BertBackbone``.
@@ -143,31 +143,6 @@ class BertTokenClassifier(Task):
             metrics = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
-
-    def predict_tags(self, sentences, sequence_length=128, batch_size=32, tokenizer=None):
-        """Tags for word-split sentences: a list of tag lists, one tag per input word.
-
-        Args:
-            sentences: lists of words, or ``TaggedSentence``\\ s (their tags are ignored).
-            sequence_length: longest sequence in pieces; words beyond it are tagged ``O``.
-            batch_size: sentences per forward pass.
-            tokenizer: default the preset's (:attr:`tokenizer`).
-        """
-        import numpy as np
-
-        from keras_bert_lab.text import tagging
-
-        if self.labels is None:
-            raise ConfigError("This model has no label names (built with num_labels only); "
-                              "build it with labels=[...] to predict tags.")
-        tokenizer = tokenizer or self.tokenizer
-        sentences = [tagging.TaggedSentence(list(getattr(s, "words", s)),
-                                            [self.labels[0]] * len(getattr(s, "words", s)))
-                     for s in sentences]
-        data = tagging.align(sentences, tokenizer, self.labels, sequence_length)
-        logits = self.predict_packed(data.features, batch_size=batch_size)
-        return tagging.decode(np.argmax(logits, axis=-1), data.word_index, data.num_words,
-                              self.labels)
 
     def get_config(self):
         return {**super().get_config(), "num_labels": self.num_labels, "labels": self.labels,

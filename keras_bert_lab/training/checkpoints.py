@@ -20,7 +20,7 @@ import time
 import keras
 import numpy as np
 
-from keras_bert_lab.errors import PresetError
+from keras_bert_lab.errors import TrainingError
 
 PREFIX = "ckpt-"
 
@@ -79,15 +79,15 @@ def restore_checkpoint(model, path):
         with np.load(os.path.join(path, "state.npz")) as data:
             arrays = [data[f"v{i:05d}"] for i in range(len(data.files))]
     except Exception as error:
-        raise PresetError(f"Checkpoint {path} is unreadable ({error}); delete it to fall back to "
+        raise TrainingError(f"Checkpoint {path} is unreadable ({error}); delete it to fall back to "
                           "the previous one.") from None
     if len(arrays) != len(variables):
-        raise PresetError(f"Checkpoint {path} holds {len(arrays)} variables but the model and "
+        raise TrainingError(f"Checkpoint {path} holds {len(arrays)} variables but the model and "
                           f"optimizer have {len(variables)}: it was written by another model, "
                           "optimizer or precision policy.")
     for variable, array in zip(variables, arrays):
         if tuple(variable.shape) != array.shape:
-            raise PresetError(f"Checkpoint {path}: {variable.path} has shape {array.shape} there "
+            raise TrainingError(f"Checkpoint {path}: {variable.path} has shape {array.shape} there "
                               f"but {tuple(variable.shape)} in the model.")
     for variable, array in zip(variables, arrays):
         variable.assign(array)

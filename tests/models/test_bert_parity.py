@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
-from keras_bert_lab.convert.huggingface import (config_to_hf, export_hf_weights,
+from keras_bert_lab.presets.convert.huggingface import (config_to_hf, export_hf_weights,
                                                 load_hf_weights)
 from tests.conftest import padded_pair_batch, to_numpy
 

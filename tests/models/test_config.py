@@ -1,7 +1,7 @@
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig
-from keras_bert_lab.models.config import SIZES
+from keras_bert_lab.models.bert_config import SIZES
 
 # Published sizes of the Hugging Face BertModel (with pooler): bert-base-uncased and large.
 KNOWN_COUNTS = {"base": 109_482_240, "large": 335_141_888}

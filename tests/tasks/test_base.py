@@ -1,14 +1,39 @@
+"""Task: what every task shares beyond the contract checks — presets of other families and of
+older versions, and no text handling on the model side."""
+
+import json
+
 import pytest
 
-from keras_bert_lab import BertBackbone
-from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder
+from keras_bert_lab import BertBackbone, BertClassifier, BertConfig
+from keras_bert_lab.errors import PresetError
+from tests.presets.helpers import tiny_vocab
+
+CONFIG = BertConfig.from_size("tiny", vocab_size=300, max_positions=32)
 
 
-def test_tokenizer_is_settable_and_missing_one_is_explained():
-    model = SentenceEmbedder(BertBackbone("tiny"))
-    with pytest.raises(ConfigError, match="not loaded from a preset"):
-        model.tokenizer  # noqa: B018
-    tokenizer = object()
-    model.tokenizer = tokenizer  # TensorFlow's tracking reads the attribute first
-    assert model.tokenizer is tokenizer
+def test_a_stored_argument_the_class_no_longer_takes_is_dropped_with_a_warning(tmp_path):
+    path = BertClassifier(BertBackbone(CONFIG), num_classes=3).save_to_preset(
+        tmp_path / "old", vocabulary=tiny_vocab())
+    config = json.loads((path / "config.json").read_text())
+    config["task"]["config"]["sequence_length"] = 64  # an argument of an older version
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.warns(UserWarning, match=r"no longer takes \['sequence_length'\]"):
+        model = BertClassifier.from_preset(path, verify=False)
+    assert model.num_classes == 3
+
+
+def test_a_preset_of_another_backbone_family_is_refused(tmp_path):
+    path = BertBackbone(CONFIG).save_to_preset(tmp_path / "p", vocabulary=tiny_vocab())
+    config = json.loads((path / "config.json").read_text())
+    config["backbone_class"] = "GPTBackbone"
+    (path / "config.json").write_text(json.dumps(config))
+    for load in (BertBackbone.from_preset, BertClassifier.from_preset):
+        with pytest.raises(PresetError, match="holds a GPTBackbone, not a BertBackbone"):
+            load(path, verify=False)
+
+
+def test_tasks_have_no_text_methods():
+    model = BertClassifier(BertBackbone(CONFIG))
+    for name in ("tokenizer", "preprocess", "predict_texts"):
+        assert not hasattr(model, name), name

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig
-from keras_bert_lab.convert.huggingface import config_to_hf, load_hf_weights
-from keras_bert_lab.datasets import locate
+from keras_bert_lab.presets.convert.huggingface import config_to_hf, load_hf_weights
+from keras_bert_lab.data.registry import locate
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.tasks.classifier import BertClassifier, decode_logits
-from keras_bert_lab.text.labelled_data import pack_texts
-from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from tests.conftest import padded_pair_batch, to_numpy
 
 TOLERANCE = 1e-5
@@ -85,17 +85,17 @@ def test_fit_on_a_tiny_batch_reduces_the_loss(problem, num_classes):
     assert losses[-1] < 0.3 * losses[0], losses
 
 
-def test_preset_round_trip_keeps_predictions_and_labels(tmp_path):
-    model = BertClassifier(BertBackbone("tiny"), labels=["neg", "neu", "pos"], dropout=0.2,
-                           sequence_length=32)
-    path = model.save_to_preset(tmp_path / "clf", vocabulary=locate("bert_uncased_vocab"))
+def test_labels_from_raw_text_and_a_new_head_for_new_classes(tmp_path):
+    model = BertClassifier(BertBackbone("tiny"), labels=["neg", "neu", "pos"], dropout=0.2)
+    path = model.save_to_preset(tmp_path / "clf", vocabulary=locate("bert_uncased_vocab"),
+                                preprocessor={"sequence_length": 32})
     loaded = BertClassifier.from_preset(path)
-    assert (loaded.num_classes, loaded.labels, loaded.dropout, loaded.sequence_length) == (
-        3, ["neg", "neu", "pos"], 0.2, 32)
+    assert (loaded.num_classes, loaded.labels, loaded.dropout) == (3, ["neg", "neu", "pos"], 0.2)
+    preprocessor = BertTextPreprocessor.from_preset(path)
+    assert preprocessor.sequence_length == 32
     texts = ["A gripping, funny film.", "Nothing happens for two hours."]
-    np.testing.assert_allclose(loaded.predict_texts(texts)["logits"],
-                               model.predict_packed(loaded.preprocess(texts)), atol=1e-6)
-    out = loaded.predict_texts(texts)
+    out = loaded.predict_labels(preprocessor(texts))
+    np.testing.assert_allclose(out["logits"], to_numpy(model(preprocessor(texts))), atol=1e-5)
     assert out["probabilities"].shape == (2, 3)
     np.testing.assert_allclose(out["probabilities"].sum(axis=1), 1.0, atol=1e-6)
     assert out["labels"] == [["neg", "neu", "pos"][i] for i in out["ids"]]
@@ -110,8 +110,8 @@ def test_pairs_pack_like_transformers():
     reference = transformers.BertTokenizerFast(vocab=str(locate("bert_uncased_vocab")),
                                                do_lower_case=True)
     first, second = ["A man plays.", "Two dogs run on the grass."], ["Someone is playing.", "Dogs."]
-    tokenizer = WordPieceTokenizer(locate("bert_uncased_vocab"))
-    features = pack_texts(tokenizer, first, second, sequence_length=16)
+    preprocessor = BertTextPreprocessor(WordPieceTokenizer(locate("bert_uncased_vocab")), 16)
+    features = preprocessor(first, second)
     expected = reference(first, second, max_length=16, padding="max_length", truncation=True)
     assert features["token_ids"].tolist() == expected["input_ids"]
     assert features["segment_ids"].tolist() == expected["token_type_ids"]

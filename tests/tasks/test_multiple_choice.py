@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig
-from keras_bert_lab.convert.huggingface import config_to_hf, load_hf_weights
-from keras_bert_lab.datasets import locate
+from keras_bert_lab.presets.convert.huggingface import config_to_hf, load_hf_weights
+from keras_bert_lab.data.registry import locate
+from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 from tests.conftest import padded_pair_batch, to_numpy
 
@@ -64,17 +66,15 @@ def test_fit_on_a_tiny_batch_reduces_the_loss():
     assert losses[-1] < 0.3 * losses[0], losses
 
 
-def test_number_of_choices_is_free_and_preset_round_trip(tmp_path):
-    model = BertMultipleChoice(BertBackbone("tiny"), sequence_length=24)
-    path = model.save_to_preset(tmp_path / "mc", vocabulary=locate("bert_uncased_vocab"))
-    loaded = BertMultipleChoice.from_preset(path)
-    assert loaded.sequence_length == 24
+def test_number_of_choices_is_free(tmp_path):
+    model = BertMultipleChoice(BertBackbone("tiny"))
+    preprocessor = BertTextPreprocessor(WordPieceTokenizer(locate("bert_uncased_vocab")),
+                                        sequence_length=24)
     contexts = ["She opened the umbrella", "The cake came out of the oven"]
     choices = [["because it rained.", "and ate it.", "then sang."],
                ["golden and warm.", "and flew away.", "in a hurry."]]
-    out = loaded.predict_texts(contexts, choices)
-    original = model.predict_packed(loaded.preprocess(contexts, choices))
-    np.testing.assert_allclose(out["logits"], original, atol=1e-6)
+    out = model.predict_choices(preprocessor.pack_choices(contexts, choices))
     assert out["logits"].shape == (2, 3) and out["ids"].shape == (2,)
-    two = loaded.predict_texts(contexts, [c[:2] for c in choices])["logits"]
-    np.testing.assert_allclose(two, out["logits"][:, :2], atol=1e-5)  # scores are per choice
+    np.testing.assert_allclose(out["probabilities"].sum(axis=1), 1.0, atol=1e-6)
+    two = model.predict_choices(preprocessor.pack_choices(contexts, [c[:2] for c in choices]))
+    np.testing.assert_allclose(two["logits"], out["logits"][:, :2], atol=1e-5)  # per choice

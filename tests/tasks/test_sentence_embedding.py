@@ -1,4 +1,4 @@
-"""Mean pooling + L2 normalisation on a backbone (real-weight parity: tests/convert/test_minilm.py)."""
+"""Mean pooling + L2 normalisation on a backbone (real-weight parity: tests/presets/test_minilm.py)."""
 
 import doctest
 
@@ -6,9 +6,12 @@ import numpy as np
 
 import keras_bert_lab.tasks.sentence_embedding as sentence_embedding
 from keras_bert_lab import BertBackbone
-from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder, l2_normalize, mean_pool
+from keras_bert_lab.layers.pooling import l2_normalize, mean_pool
+from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
+from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder
 from tests.conftest import to_numpy
-from tests.convert.helpers import CONFIG, batch, random_pretrainer, tiny_vocab
+from tests.presets.helpers import CONFIG, batch, random_pretrainer, tiny_vocab
 
 
 def test_mean_pool_ignores_padding_and_normalizes():
@@ -43,10 +46,10 @@ def test_embedder_matches_numpy_recipe_and_padding_does_not_matter():
 
 def test_preset_records_the_pooling_recipe(tmp_path):
     backbone = random_pretrainer().backbone
-    path = SentenceEmbedder(backbone, normalize=False, sequence_length=32).save_to_preset(
+    path = SentenceEmbedder(backbone, normalize=False).save_to_preset(
         tmp_path / "p", vocabulary=tiny_vocab())
     loaded = SentenceEmbedder.from_preset(path)
-    assert (loaded.normalize, loaded.sequence_length) == (False, 32)
+    assert loaded.normalize is False
     assert loaded.backbone.config == CONFIG
     np.testing.assert_allclose(to_numpy(loaded(batch())),
                                to_numpy(SentenceEmbedder(backbone, normalize=False)(batch())),
@@ -60,17 +63,19 @@ def test_docstring_examples():
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_encode_batches_text_with_the_preset_tokenizer(tmp_path):
+def test_embeddings_of_text_do_not_depend_on_the_batch(tmp_path):
     backbone = random_pretrainer().backbone
-    path = SentenceEmbedder(backbone).save_to_preset(tmp_path / "p", vocabulary=tiny_vocab())
-    embedder = SentenceEmbedder.from_preset(path)
+    embedder = SentenceEmbedder(backbone)
+    preprocessor = BertTextPreprocessor(WordPieceTokenizer(tiny_vocab()), sequence_length=40)
     texts = ["w1 w2 w4", "W5", "w7 zzz w8"]  # upper case is lowered; zzz is [UNK]
-    assert embedder.tokenizer(texts) == [[9, 10, 12], [13], [15, 4, 16]]
-    one_batch = embedder.encode(texts, batch_size=3)
-    np.testing.assert_allclose(embedder.encode(texts, batch_size=2), one_batch, atol=1e-5)
-    np.testing.assert_allclose(embedder.encode(texts[1]), one_batch[1], atol=1e-5)
+    assert preprocessor.tokenizer(texts) == [[9, 10, 12], [13], [15, 4, 16]]
+    one_batch = embedder.predict_packed(preprocessor(texts), batch_size=3)
+    np.testing.assert_allclose(embedder.predict_packed(preprocessor(texts), batch_size=2),
+                               one_batch, atol=1e-5)
+    np.testing.assert_allclose(embedder.predict_packed(preprocessor(texts[1]))[0], one_batch[1],
+                               atol=1e-5)
     x = {"token_ids": np.array([[5, 9, 10, 12, 6], [5, 13, 6, 0, 0], [5, 15, 4, 16, 6]]),
          "segment_ids": np.zeros((3, 5), "int32"),
          "padding_mask": np.array([[1] * 5, [1, 1, 1, 0, 0], [1] * 5])}
-    x = {k: np.pad(v, ((0, 0), (0, 11))) for k, v in x.items()}  # encode() pads to 16
+    x = {k: np.pad(v, ((0, 0), (0, 11))) for k, v in x.items()}  # 16: the batch cut to a multiple
     np.testing.assert_allclose(one_batch, to_numpy(embedder(x)), atol=1e-5)

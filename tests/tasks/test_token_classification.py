@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig
-from keras_bert_lab.convert.huggingface import config_to_hf, load_hf_weights
+from keras_bert_lab.presets.convert.huggingface import config_to_hf, load_hf_weights
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.tasks.token_classification import (BertTokenClassifier,
                                                        TokenClassificationLoss)
-from keras_bert_lab.text.tokenizer import WordPieceTokenizer
+from keras_bert_lab.preprocessing.tagging import TaggingPreprocessor
+from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from tests.conftest import padded_pair_batch, to_numpy
-from tests.convert.helpers import tiny_vocab
+from tests.presets.helpers import tiny_vocab
 
 TOLERANCE = 1e-5
 CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_layers=2, num_heads=4, max_positions=64)
@@ -92,7 +93,7 @@ def test_loss_with_no_labelled_token_is_zero():
     assert float(to_numpy(TokenClassificationLoss()(np.full((2, 3), -100), logits))) == 0.0
 
 
-def test_fit_lowers_loss_and_preset_round_trip(tmp_path):
+def test_fit_lowers_the_loss_and_keeps_the_pooler_frozen():
     model = BertTokenClassifier(BertBackbone(CONFIG), labels=LABELS, dropout=0.0)
     model.compile(optimizer="adam")
     x = batch()
@@ -106,18 +107,15 @@ def test_fit_lowers_loss_and_preset_round_trip(tmp_path):
     after = model.evaluate(x, y, sample_weight=weights, verbose=0, return_dict=True)["loss"]
     assert after < 0.5 * before
     assert not model.backbone.pooler.trainable
-    path = model.save_to_preset(tmp_path / "tagger", vocabulary=tiny_vocab(CONFIG.vocab_size))
-    again = BertTokenClassifier.from_preset(path)
-    assert again.labels == LABELS and again.num_labels == len(LABELS)
-    np.testing.assert_allclose(to_numpy(again(x)), to_numpy(model(x)), atol=1e-6, rtol=0)
 
 
-def test_predict_tags_one_tag_per_word():
+def test_tags_per_word_through_the_preprocessor():
     vocab = tiny_vocab(CONFIG.vocab_size)
     model = BertTokenClassifier(BertBackbone(CONFIG), labels=LABELS)
+    preprocessor = TaggingPreprocessor(WordPieceTokenizer(vocab), model.labels, sequence_length=16)
     words = [["w1", "w2p3", "w5"], ["w7"], [f"w{i}" for i in range(1, 40)]]
-    # an explicit tokenizer (the model was not loaded from a preset)
-    tags = model.predict_tags(words, sequence_length=16, tokenizer=WordPieceTokenizer(vocab))
+    data = preprocessor(words)
+    tags = preprocessor.decode(model.predict_packed(data.features), data)
     assert [len(t) for t in tags] == [3, 1, 39]
     assert all(tag in LABELS for sentence in tags for tag in sentence)
     assert tags[2][14:] == ["O"] * 25  # words past the 16-piece window are tagged O

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
-from keras_bert_lab.errors import PresetError
+from keras_bert_lab.errors import TrainingError
 from keras_bert_lab.training.checkpoints import (TrainingCheckpoint, list_checkpoints,
                                                  restore_checkpoint, save_checkpoint)
 from keras_bert_lab.training.optimizers import adamw, lamb, layer_decay_multipliers
@@ -136,8 +136,8 @@ def test_restore_rejects_another_model(tmp_path):
     other = BertPretrainer(BertBackbone(BertConfig.from_size("tiny", vocab_size=500,
                                                              max_positions=64, num_layers=1)))
     other.compile()
-    with pytest.raises(PresetError, match="variables"):
+    with pytest.raises(TrainingError, match="variables"):
         restore_checkpoint(other, str(tmp_path))
     (tmp_path / "ckpt-00000001" / "state.npz").write_bytes(b"garbage")
-    with pytest.raises(PresetError, match="unreadable"):
+    with pytest.raises(TrainingError, match="unreadable"):
         restore_checkpoint(model, str(tmp_path))

@@ -1,0 +1,107 @@
+"""SQuAD v1.1 / v2.0 JSON: questions on contexts with their gold answers.
+
+:func:`read_squad` gives :class:`SquadExample`\\ s; an answer whose text is not found at its
+``answer_start`` is counted and left out of training (google-research/bert's ``run_squad.py``
+skips it), and an empty context is skipped — both with a warning. Windowing the examples into BERT
+inputs and choosing answers is :mod:`keras_bert_lab.preprocessing.span_qa`; the official scores are
+:mod:`keras_bert_lab.metrics.squad`.
+"""
+
+import dataclasses
+import json
+import pathlib
+import warnings
+
+from keras_bert_lab.errors import DataError
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One question on one context.
+
+    ``answers`` are the ``(text, answer_start)`` pairs whose text is at ``answer_start`` in the
+    context (those train); ``gold_texts`` all given answer texts (those score); SQuAD 2.0's
+    ``plausible_answers`` of an impossible question are kept for reference only.
+    """
+
+    id: str
+    question: str
+    context: str
+    answers: tuple = ()
+    gold_texts: tuple = ()
+    is_impossible: bool = False
+    title: str = ""
+    plausible_answers: tuple = ()
+
+
+def read_squad(source, version_2=None):
+    """Examples of a SQuAD v1.1 or v2.0 file (a path or the parsed JSON).
+
+    Args:
+        source: path of a SQuAD JSON file, or its contents as a dict.
+        version_2: whether it is SQuAD 2.0 (unanswerable questions); ``None`` = from the file
+            (``"version": "v2.0"`` or any ``is_impossible`` field).
+
+    Returns ``(examples, version_2)``.
+
+    Example:
+    >>> from keras_bert_lab.data.registry import locate
+    >>> examples, v2 = read_squad(locate("squad_sample"))
+    >>> len(examples), v2, examples[0].answers
+    (5, False, (('Saint Bernadette Soubirous', 515),))
+    """
+    if isinstance(source, dict):
+        data, where = source, "(dict)"
+    else:
+        where = str(source)
+        try:
+            data = json.loads(pathlib.Path(source).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"No SQuAD file at {where}; give the path of a SQuAD v1.1/v2.0 JSON "
+                            "file.") from None
+        except json.JSONDecodeError as error:
+            raise DataError(f"{where} is not valid JSON ({error}); SQuAD files are one JSON "
+                            "object with a 'data' list.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise DataError(f"{where} has no 'data' list of articles; is it SQuAD JSON "
+                        "({'version': ..., 'data': [{'title', 'paragraphs': [...]}]})?")
+    if version_2 is None:
+        version_2 = str(data.get("version", "")).startswith("v2") or any(
+            "is_impossible" in qa for article in data["data"]
+            for paragraph in article.get("paragraphs", []) for qa in paragraph.get("qas", []))
+    examples, mismatched, empty = [], [], 0
+    for article in data["data"]:
+        for paragraph in article.get("paragraphs", []):
+            context = paragraph.get("context", "")
+            qas = paragraph.get("qas", [])
+            if not context.strip():
+                empty += len(qas)
+                continue
+            for qa in qas:
+                try:
+                    qid, question = str(qa["id"]), qa["question"]
+                except KeyError as error:
+                    raise DataError(f"{where}: a question lacks the field {error}; each entry of "
+                                    "'qas' needs 'id', 'question' and 'answers'.") from None
+                impossible = bool(qa.get("is_impossible", False)) and version_2
+                given = [] if impossible else qa.get("answers", [])
+                answers = []
+                for answer in given:
+                    text, start = answer["text"], int(answer["answer_start"])
+                    if context[start:start + len(text)] == text and text.strip():
+                        answers.append((text, start))
+                    else:
+                        mismatched.append(qid)
+                plausible = tuple((a["text"], int(a["answer_start"]))
+                                  for a in qa.get("plausible_answers", []))
+                examples.append(SquadExample(
+                    id=qid, question=question, context=context, answers=tuple(answers),
+                    gold_texts=tuple(a["text"] for a in given), is_impossible=impossible,
+                    title=article.get("title", ""), plausible_answers=plausible))
+    if mismatched:
+        warnings.warn(f"{where}: {len(mismatched)} answer(s) do not match the context at their "
+                      f"answer_start (e.g. question {mismatched[0]}); they still score but do not "
+                      "train.", stacklevel=2)
+    if empty:
+        warnings.warn(f"{where}: skipped {empty} question(s) on empty contexts.", stacklevel=2)
+    return examples, bool(version_2)

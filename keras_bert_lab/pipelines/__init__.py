@@ -1,0 +1,7 @@
+"""Input pipelines: text and examples → ``tf.data`` streams that ``model.fit`` reads on any backend.
+
+- :mod:`~.pretraining` — BERT pretraining, in order: ``corpus`` (read and tokenize once) →
+  ``pairs`` (next-sentence pairs per epoch) → ``stream`` (pack, mask, batch) — and ``tfrecords``
+  for sharded files;
+- :mod:`~.batches` — fine-tuning batches from packed NumPy arrays, each cut to its length.
+"""

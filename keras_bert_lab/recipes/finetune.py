@@ -1,0 +1,193 @@
+"""What every ``kbl finetune`` task shares: settings and flags, data splits, the run, the report.
+
+Each task recipe (:mod:`.classify`, :mod:`.squad`, :mod:`.ner`) reads its data, builds its task
+model from a preset and its preprocessor from the same preset, then runs the same steps:
+:func:`start` (the run folder, every RNG seeded), :func:`fine_tune` (BERT's schedule, the best
+validation epoch kept: :func:`keras_bert_lab.training.finetune.fit_best_epoch`) and :func:`finish`
+(``metrics.json`` and the fine-tuned preset).
+"""
+
+import dataclasses
+import pathlib
+
+import keras
+
+from keras_bert_lab.data import registry
+from keras_bert_lab.data.splits import split_indices
+from keras_bert_lab.errors import ConfigError, DataError
+from keras_bert_lab.training.finetune import fit_best_epoch
+from keras_bert_lab.training.run import prepare_output, write_json
+
+
+@dataclasses.dataclass
+class FinetuneSettings:
+    """What a fine-tuning run needs besides its data (written to ``settings.json``)."""
+
+    preset: str = "minilm_l6_en_uncased"
+    output: str = "out/finetune"
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 5e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    layer_decay: float = 1.0
+    patience: int = 2
+    sequence_length: int = 128
+    seed: int = 0
+    overwrite: bool = False
+    limit: int | None = None
+
+    def __post_init__(self):
+        checks = (("epochs", self.epochs >= 1), ("batch_size", self.batch_size >= 1),
+                  ("learning_rate", self.learning_rate > 0),
+                  ("warmup_ratio", 0 <= self.warmup_ratio < 1),
+                  ("layer_decay", 0 < self.layer_decay <= 1), ("patience", self.patience >= 1),
+                  ("sequence_length", self.sequence_length >= 3),
+                  ("limit", self.limit is None or self.limit >= 1))
+        for name, ok in checks:
+            if not ok:
+                raise ConfigError(f"--{name.replace('_', '-')}={getattr(self, name)} is out of "
+                                  "range; see `kbl finetune <task> --help` for valid values.")
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def add_common_arguments(parser, **defaults):
+    """Add one flag per :class:`FinetuneSettings` field; ``defaults`` override per task."""
+    base = FinetuneSettings()
+    helps = {"preset": "preset name or directory to start from",
+             "output": "output directory (metrics.json, log.csv, curves.png, preset/)",
+             "layer_decay": "layer-wise learning-rate decay factor (1 = off, e.g. 0.9)",
+             "patience": "stop after this many epochs without a better validation score",
+             "limit": "use only the first N training examples (smoke runs)"}
+    for field in dataclasses.fields(FinetuneSettings):
+        value = defaults.get(field.name, getattr(base, field.name))
+        flag = "--" + field.name.replace("_", "-")
+        if isinstance(value, bool):
+            parser.add_argument(flag, action="store_true", default=value,
+                                help="replace a previous run in the output directory")
+        else:
+            kind = int if field.name == "limit" else type(value)
+            parser.add_argument(flag, type=kind, default=value, help=helps.get(field.name))
+
+
+def add_data_arguments(parser, datasets=(), test_fraction=False, default_valid_fraction=0.1):
+    """The data flags of a task: ``--dataset`` (registry sets) or ``--train``/``--valid``/
+    ``--test`` files, and the share of ``--train`` held out when a part is not given."""
+    if datasets:
+        parser.add_argument("--dataset", choices=list(datasets),
+                            help="a registry data set instead of --train/--valid/--test")
+    parser.add_argument("--train", help="training file")
+    parser.add_argument("--valid", help="validation file; default: split off --train")
+    parser.add_argument("--test", help="test file, scored once with the best epoch")
+    parser.add_argument("--valid-fraction", type=float, default=default_valid_fraction,
+                        help="share of the training examples held out for validation when there "
+                             "is no --valid")
+    if test_fraction:
+        parser.add_argument("--test-fraction", type=float, default=0.0,
+                            help="share held out as a test part when splitting (default none)")
+
+
+def settings_from_args(args):
+    """The :class:`FinetuneSettings` of parsed ``kbl finetune`` arguments."""
+    names = [f.name for f in dataclasses.fields(FinetuneSettings)]
+    return FinetuneSettings(**{name: getattr(args, name) for name in names if hasattr(args, name)})
+
+
+def _subset(data, indices):
+    return data.subset(indices) if hasattr(data, "subset") else [data[i] for i in indices]
+
+
+def load_splits(args, read_file, read_dataset):
+    """``({"train", "valid", "test"}, description)``: the data of a task's flags.
+
+    ``--dataset NAME`` (``read_dataset(name)`` gives a dict of parts or one set) or ``--train
+    FILE`` (``read_file(path)``), never both. A missing validation part is held out of train by
+    ``--valid-fraction`` (and, with ``--test-fraction``, a test part too), shuffled by ``--seed``;
+    ``test`` may be ``None``.
+    """
+    dataset = getattr(args, "dataset", None)
+    if bool(dataset) == bool(args.train):
+        raise ConfigError("Pass either --dataset NAME or --train FILE (with --valid/--test), "
+                          "not both or neither.")
+    if dataset:
+        data = read_dataset(dataset)
+        parts = data if isinstance(data, dict) else {"train": data}
+        how = f"registry data set {dataset!r}"
+    else:
+        parts = {"train": read_file(args.train)}
+        how = f"train {args.train}"
+    for name in ("valid", "test"):
+        path = getattr(args, name, None)
+        if path:
+            parts[name] = read_file(path)
+            how += f", {name} {path}"
+    test_fraction = 0.0 if parts.get("test") is not None else getattr(args, "test_fraction", 0.0)
+    valid_fraction = 0.0 if parts.get("valid") is not None else args.valid_fraction
+    if parts.get("valid") is None or test_fraction:
+        if not 0 <= valid_fraction < 1 or not 0 <= test_fraction < 1 \
+                or valid_fraction + test_fraction >= 1 \
+                or (parts.get("valid") is None and valid_fraction <= 0):
+            raise ConfigError(f"--valid-fraction {args.valid_fraction} and --test-fraction "
+                              f"{getattr(args, 'test_fraction', 0.0)} must be in [0, 1) "
+                              "(validation > 0 without --valid) and leave examples for training.")
+        fractions = (1 - valid_fraction - test_fraction, valid_fraction, test_fraction)
+        train, valid, test = split_indices(len(parts["train"]), fractions, args.seed)
+        if not train or (valid_fraction and not valid):
+            raise DataError(f"{len(parts['train'])} training examples are too few to hold out "
+                            f"{valid_fraction:.0%} for validation; pass --valid FILE.")
+        held = [f"{valid_fraction:.0%} validation"] if valid_fraction else []
+        held += [f"{test_fraction:.0%} test"] if test_fraction else []
+        source = parts["train"]
+        parts["train"] = _subset(source, train)
+        if valid_fraction:
+            parts["valid"] = _subset(source, valid)
+        if test_fraction:
+            parts["test"] = _subset(source, test)
+        how += f" ({' and '.join(held)} held out of train with seed {args.seed})"
+    parts.setdefault("test", None)
+    return parts, how
+
+
+def dataset_options(name):
+    """The registry's reading options of a data set (e.g. WNUT-16's column delimiter)."""
+    return dict(registry.source(name).options)
+
+
+def start(settings):
+    """Create the run folder (see :func:`keras_bert_lab.training.run.prepare_output`) and seed
+    every RNG with ``settings.seed``; returns the folder."""
+    output = prepare_output(settings.output, settings.to_dict(), overwrite=settings.overwrite)
+    keras.utils.set_random_seed(settings.seed)
+    return output
+
+
+def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
+    """:func:`~keras_bert_lab.training.finetune.fit_best_epoch` with the settings' schedule."""
+    return fit_best_epoch(
+        model, train, evaluate, monitor, settings.output, epochs=settings.epochs,
+        learning_rate=settings.learning_rate, warmup_ratio=settings.warmup_ratio,
+        weight_decay=settings.weight_decay, layer_decay=settings.layer_decay,
+        patience=settings.patience, mode=mode, verbose=verbose)
+
+
+def finish(model, settings, report, test_metrics=None, extra=None):
+    """Write ``metrics.json`` and the fine-tuned preset (``output/preset``, recording the
+    sequence length); print a summary. Returns the metrics dict: ``report`` from
+    :func:`fine_tune`, ``test`` metrics, the settings and the backend."""
+    output = pathlib.Path(settings.output)
+    metrics = {**report, "test": test_metrics, "settings": settings.to_dict(),
+               "backend": keras.backend.backend(), **(extra or {})}
+    preset = model.save_to_preset(output / "preset", overwrite=True,
+                                  source=f"fine-tuned from {settings.preset} by kbl finetune",
+                                  preprocessor={"sequence_length": settings.sequence_length})
+    metrics["preset"] = str(preset)
+    write_json(output / "metrics.json", metrics)
+    best = report["best"]
+    print(f"best epoch {best['epoch']}: {report['monitor']} {best[report['monitor']]:.4f}"
+          + (" | test " + ", ".join(f"{k} {v:.4f}" for k, v in test_metrics.items()
+                                    if isinstance(v, (int, float)))
+             if test_metrics else "")
+          + f" | {report['train_seconds']:.0f} s | preset: {preset}")
+    return metrics

@@ -1,0 +1,322 @@
+"""The pretraining recipe end to end: raw text → a BERT preset, resumable at any step.
+
+``run(settings, output_dir)`` is what ``kbl pretrain`` calls. It ties the pieces together: the
+corpus and tokenizer (:mod:`keras_bert_lab.data`, :mod:`keras_bert_lab.preprocessing`), the
+pretraining stream (:mod:`keras_bert_lab.pipelines.pretraining`), the masked-LM + next-sentence
+model (:mod:`keras_bert_lab.tasks`), BERT's optimizer, schedule and the resumable training loop
+(:mod:`keras_bert_lab.training`), the held-out evaluation and the final preset. Devlin et al.
+(2019, App. A.2) pretrain with AdamW (lr 1e-4, β₂ 0.999, decay 0.01), 10,000 warm-up steps then
+linear decay, 90 % of the steps at 128 tokens and the rest at 512 (``phase2_steps``); the defaults
+here scale that down to a laptop-sized run.
+
+The output directory holds ``settings.json`` (the run's settings: a directory is never reused by a
+different run), ``checkpoints/``, ``log.csv`` (train rows every ``log_every`` steps and held-out
+rows every ``eval_every``), ``curves.png``, ``metrics.json`` and ``preset/``.
+
+Resuming (``resume=True``) restores weights, optimizer state, dropout RNG state and the step from
+the newest checkpoint; the data stream is a pure function of the seed, so it restarts at the batch
+where the checkpoint was taken (see :mod:`keras_bert_lab.training.pretrain`).
+"""
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import time
+
+import keras
+import numpy as np
+
+# The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
+# `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
+from keras_bert_lab.data.registry import locate
+from keras_bert_lab.errors import ConfigError, TrainingError
+from keras_bert_lab.models.bert import BertBackbone
+from keras_bert_lab.models.bert_config import BertConfig
+from keras_bert_lab.tasks.pretraining import BertPretrainer
+from keras_bert_lab.training.checkpoints import restore_checkpoint
+from keras_bert_lab.training.optimizers import adamw, lamb
+from keras_bert_lab.training.pretrain import LOG_COLUMNS, Phase, train_phases
+from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.schedules import WarmupLinearDecay
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class PretrainSettings:
+    """Everything that defines a pretraining run (stored as ``settings.json``)."""
+
+    corpus: tuple = ("wikitext2",)
+    eval_corpus: str | None = "wikitext2:valid"
+    vocab: str | None = None           # vocab.txt path; None: the bert-base-uncased vocabulary
+    size: str = "mini"
+    sequence_length: int = 128
+    batch_size: int = 32
+    steps: int = 1000
+    learning_rate: float = 5e-4
+    warmup_steps: int | None = None    # None: 10 % of all steps
+    weight_decay: float = 0.01
+    optimizer: str = "adamw"           # or "lamb"
+    accumulation: int = 1              # batches per optimizer update; `steps` counts updates
+    precision: str = "float32"         # "mixed_bfloat16", "mixed_float16"
+    jit_compile: str = "auto"
+    mask_selection_rate: float = 0.15
+    mask_selection_length: int = 20
+    whole_word_masking: bool = False
+    next_sentence: bool = True
+    phase2_steps: int = 0              # extra steps at phase2_sequence_length (BERT's 512 phase)
+    phase2_sequence_length: int = 512
+    phase2_mask_selection_length: int = 80
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 3
+    eval_every: int = 200
+    eval_batches: int = 20
+    log_every: int = 20
+    seed: int = 0
+
+    def __post_init__(self):
+        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
+        positive = ("sequence_length", "batch_size", "steps", "accumulation", "checkpoint_every",
+                    "keep_checkpoints", "eval_every", "eval_batches", "log_every",
+                    "mask_selection_length")
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
+                                  f"{getattr(self, name)}.")
+        if self.optimizer not in ("adamw", "lamb"):
+            raise ConfigError(f"--optimizer {self.optimizer!r}: choose adamw or lamb.")
+        if self.precision not in ("float32", "mixed_bfloat16", "mixed_float16"):
+            raise ConfigError(f"--precision {self.precision!r}: choose float32, mixed_bfloat16 "
+                              "or mixed_float16.")
+
+    @property
+    def total_steps(self):
+        return self.steps + self.phase2_steps
+
+    def to_dict(self):
+        data = dataclasses.asdict(self)
+        data["corpus"] = list(self.corpus)
+        return data
+
+
+def load_tokenizer(settings):
+    """The run's ``WordPieceTokenizer``: ``settings.vocab`` or the bert-base-uncased vocab."""
+    from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
+
+    return WordPieceTokenizer(settings.vocab or locate("bert_uncased_vocab"))
+
+
+def build_model(settings, vocab_size):
+    """A compiled ``BertPretrainer`` of ``settings.size`` with BERT's optimizer and schedule."""
+    keras.config.set_dtype_policy(settings.precision)
+    longest = max(settings.sequence_length,
+                  settings.phase2_sequence_length if settings.phase2_steps else 0)
+    config = BertConfig.from_size(settings.size, vocab_size=vocab_size,
+                                  max_positions=max(512, longest))
+    model = BertPretrainer(BertBackbone(config))
+    warmup = (settings.warmup_steps if settings.warmup_steps is not None
+              else max(1, settings.total_steps // 10))
+    schedule = WarmupLinearDecay(settings.learning_rate, min(warmup, settings.total_steps),
+                                 settings.total_steps)
+    builder = adamw if settings.optimizer == "adamw" else lamb
+    extra = ({"gradient_accumulation_steps": settings.accumulation}
+             if settings.accumulation > 1 else {})
+    optimizer = builder(model, learning_rate=schedule, weight_decay=settings.weight_decay, **extra)
+    if settings.precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    jit = settings.jit_compile
+    model.compile(optimizer=optimizer,
+                  jit_compile=jit if jit == "auto" else jit in (True, "true", "1", "yes"))
+    return model
+
+
+def stream_options(settings, phase):
+    """:func:`~keras_bert_lab.pipelines.pretraining.pretraining_dataset` options of a phase."""
+    long = phase == 2
+    return dict(batch_size=settings.batch_size,
+                sequence_length=settings.phase2_sequence_length if long else settings.sequence_length,
+                mask_selection_length=(settings.phase2_mask_selection_length if long
+                                       else settings.mask_selection_length),
+                mask_selection_rate=settings.mask_selection_rate,
+                whole_word_masking=settings.whole_word_masking,
+                next_sentence=settings.next_sentence, seed=settings.seed + (1000 if long else 0))
+
+
+def heldout_dataset(settings, tokenizer, corpus, phase=1):
+    """``eval_batches`` fixed batches (same pairs and masks at every evaluation), in memory."""
+    import tensorflow as tf
+
+    from keras_bert_lab.pipelines.pretraining import pretraining_dataset
+
+    options = dict(stream_options(settings, phase), seed=12345)
+    batches = list(pretraining_dataset(corpus, tokenizer, **options)
+                   .take(settings.eval_batches).as_numpy_iterator())
+    stacked = keras.tree.map_structure(lambda *parts: np.stack(parts), *batches)
+    return tf.data.Dataset.from_tensor_slices(stacked)  # known length: no "ran out of data"
+
+
+def phases(settings, tokenizer, train_corpus, eval_corpus):
+    """The :class:`~keras_bert_lab.training.pretrain.Phase`\\ s of the run (BERT's 128 then 512)."""
+    from keras_bert_lab.pipelines.pretraining import pretraining_dataset
+
+    out = []
+    for phase, (begin, end) in ((1, (0, settings.steps)),
+                                (2, (settings.steps, settings.total_steps))):
+        if begin == end:
+            continue
+        options = stream_options(settings, phase)
+        out.append(Phase(
+            begin, end,
+            stream=lambda skip, options=options: pretraining_dataset(
+                train_corpus, tokenizer, **options).skip(skip),
+            heldout=heldout_dataset(settings, tokenizer, eval_corpus, phase) if eval_corpus
+            else None,
+            batch_size=settings.batch_size, sequence_length=options["sequence_length"]))
+    return out
+
+
+def unigram_baseline(train_corpus, heldout, special_ids):
+    """Accuracy of always predicting the most frequent (non-special) training token."""
+    counts = np.bincount(np.asarray(train_corpus.token_ids))
+    counts[[i for i in special_ids if i < len(counts)]] = 0
+    best = int(np.argmax(counts))
+    hits = total = 0.0
+    for _, labels, weights in heldout:
+        ids, w = np.asarray(labels["mlm"]), np.asarray(weights["mlm"])
+        hits += float(((ids == best) * w).sum())
+        total += float(w.sum())
+    return hits / max(total, 1.0), best
+
+
+def fill_in_the_blanks(model, tokenizer, sentences, top_k=5):
+    """Top-``k`` predictions for each ``[MASK]`` in each sentence."""
+    from keras_bert_lab.preprocessing.packer import BertPacker
+
+    packer = BertPacker.from_tokenizer(tokenizer, 64)
+    results = []
+    mask = tokenizer.special_tokens["mask"]
+    for sentence in sentences:
+        ids = []  # the tokenizer would split "[MASK]" like any text: put its id between the parts
+        for i, part in enumerate(sentence.split(mask)):
+            ids += ([tokenizer.mask_token_id] if i else []) + list(tokenizer.tokenize(part))
+        packed = packer(ids)
+        token_ids = np.asarray(packed["token_ids"])[None]
+        positions = np.flatnonzero(token_ids[0] == tokenizer.mask_token_id)
+        if not len(positions):
+            results.append((sentence, []))
+            continue
+        features = {"token_ids": token_ids, "segment_ids": np.asarray(packed["segment_ids"])[None],
+                    "padding_mask": np.asarray(packed["padding_mask"])[None],
+                    "mask_positions": positions[None].astype("int32")}
+        logits = keras.ops.convert_to_numpy(model(features)["mlm"])[0]
+        guesses = [[tokenizer.id_to_token(int(i)) for i in np.argsort(-row)[:top_k]]
+                   for row in logits]
+        results.append((sentence, guesses))
+    return results
+
+
+HELDOUT_SENTENCES = (
+    "The [MASK] of the United States lives in the White House.",
+    "He played football for the national [MASK] .",
+    "The album was released in [MASK] 2009.",
+    "She was born in London , [MASK] .",
+    "The river flows into the [MASK] .",
+)
+
+
+def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
+    """Pretrain per ``settings`` into ``output_dir``; returns the final metrics dict.
+
+    Example (a minute on a laptop CPU):
+    >>> settings = PretrainSettings(size="tiny", steps=50, batch_size=8,   # doctest: +SKIP
+    ...                             sequence_length=64)
+    >>> run(settings, "/tmp/kbl-run")["heldout_mlm_accuracy"]             # doctest: +SKIP
+    """
+    from keras_bert_lab.pipelines.pretraining import tokenize_corpus
+
+    started = time.time()
+    tokenizer = load_tokenizer(settings)  # the inputs are read before the output is touched
+    corpus = settings.corpus[0] if len(settings.corpus) == 1 else list(settings.corpus)
+    train_corpus = tokenize_corpus(corpus, tokenizer)
+    eval_corpus = tokenize_corpus(settings.eval_corpus, tokenizer) if settings.eval_corpus else None
+    logger.info("corpus ready in %.1fs", time.time() - started)
+    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    keras.utils.set_random_seed(settings.seed)
+    model = build_model(settings, tokenizer.vocabulary_size)
+    start_step = 0
+    if resume:
+        meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
+        start_step = meta["step"] if meta else 0
+        print(f"Resuming at step {start_step} of {settings.total_steps}.")
+    stopped = train_phases(
+        model, phases(settings, tokenizer, train_corpus, eval_corpus), output_dir,
+        start_step=start_step, checkpoint_every=settings.checkpoint_every,
+        keep_checkpoints=settings.keep_checkpoints, eval_every=settings.eval_every,
+        log_every=settings.log_every, accumulation=settings.accumulation, verbose=verbose,
+        callbacks=callbacks)
+    if stopped:
+        raise TrainingError(stopped)
+    metrics = {"steps": settings.total_steps, "seconds": round(time.time() - started, 1)}
+    if eval_corpus is not None:
+        heldout = heldout_dataset(settings, tokenizer, eval_corpus)
+        result = model.evaluate(heldout, return_dict=True, verbose=0)
+        special = [tokenizer.token_to_id(t) for t in tokenizer.special_tokens.values() if t]
+        baseline, best = unigram_baseline(train_corpus, heldout, special)
+        metrics.update({f"heldout_{k}": float(v) for k, v in result.items()})
+        metrics.update(unigram_mlm_accuracy=baseline, unigram_token=tokenizer.id_to_token(best),
+                       nsp_chance=0.5)
+    write_json(os.path.join(output_dir, "metrics.json"), metrics)
+    plot_curves(read_rows(os.path.join(output_dir, "log.csv")), "step",
+                [(k, k.replace("_", " ")) for k in ("mlm_loss", "mlm_accuracy", "nsp_accuracy")],
+                os.path.join(output_dir, "curves.png"), groups=("train", "heldout"),
+                group_key="split")
+    model.save_to_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer.vocabulary,
+                         lowercase=tokenizer.lowercase, overwrite=True,
+                         preprocessor={"sequence_length": settings.sequence_length},
+                         source=f"kbl pretrain ({settings.size}, {settings.total_steps} steps on "
+                                f"{'+'.join(settings.corpus)}, seed {settings.seed})",
+                         license="as the pretraining corpus")
+    return metrics
+
+
+# ---- command line ----------------------------------------------------------------------------
+def parse_bool(text):
+    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``) for a flag; anything else is an
+    argparse error, never a silent ``False``."""
+    value = str(text).strip().lower()
+    if value in ("1", "true", "yes"):
+        return True
+    if value in ("0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean; use true or false.")
+
+
+def add_arguments(parser):
+    """``kbl pretrain`` options: one per ``PretrainSettings`` field, plus the run controls."""
+    defaults = PretrainSettings()
+    parser.add_argument("--corpus", nargs="+", default=list(defaults.corpus),
+                        help="named corpora (wikitext2, news) or files/globs/directories")
+    parser.add_argument("--output", required=True, help="output directory of the run")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --output")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
+    for field in dataclasses.fields(PretrainSettings):
+        if field.name == "corpus":
+            continue
+        value = getattr(defaults, field.name)
+        flag = "--" + field.name.replace("_", "-")
+        if isinstance(value, bool):
+            parser.add_argument(flag, type=parse_bool, default=value, metavar="{true,false}")
+        else:
+            kind = type(value) if value is not None else (int if "steps" in field.name else str)
+            parser.add_argument(flag, type=kind, default=value)
+
+
+def main(args):
+    names = {f.name for f in dataclasses.fields(PretrainSettings)}
+    settings = PretrainSettings(**{k: v for k, v in vars(args).items() if k in names})
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    metrics = run(settings, args.output, resume=args.resume, overwrite=args.overwrite)
+    print(json.dumps(metrics, indent=2))
+    return metrics

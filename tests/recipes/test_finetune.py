@@ -1,0 +1,60 @@
+"""The shared steps of the fine-tuning recipes: settings and flags, data splits, the run."""
+
+import argparse
+import json
+
+import pytest
+
+from keras_bert_lab.errors import ConfigError, DataError, TrainingError
+from keras_bert_lab.recipes.finetune import (FinetuneSettings, add_common_arguments,
+                                            add_data_arguments, load_splits, settings_from_args,
+                                            start)
+
+
+def test_settings_flags_and_output_dir(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser, learning_rate=1e-4)
+    args = parser.parse_args(["--output", str(tmp_path / "a"), "--layer-decay", "0.9",
+                              "--limit", "100"])
+    settings = settings_from_args(args)
+    assert (settings.learning_rate, settings.layer_decay, settings.limit) == (1e-4, 0.9, 100)
+    out = start(settings)
+    assert json.loads((out / "settings.json").read_text())["layer_decay"] == 0.9
+    with pytest.raises(TrainingError, match="--overwrite"):
+        start(settings)
+    with pytest.raises(ConfigError, match="--warmup-ratio"):
+        FinetuneSettings(warmup_ratio=1.5)
+
+
+def parse(*argv, test_fraction=True):
+    parser = argparse.ArgumentParser()
+    add_data_arguments(parser, ["set"], test_fraction=test_fraction, default_valid_fraction=0.2)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(list(argv))
+
+
+def test_load_splits_holds_out_validation_and_test_parts():
+    items = list(range(50))
+    splits, how = load_splits(parse("--dataset", "set", "--test-fraction", "0.1"), None,
+                              lambda name: items)
+    assert [len(splits[k]) for k in ("train", "valid", "test")] == [35, 10, 5]
+    assert sorted(splits["train"] + splits["valid"] + splits["test"]) == items
+    assert how == "registry data set 'set' (20% validation and 10% test held out of train " \
+                  "with seed 0)"
+    files = {"t.txt": list(range(10)), "v.txt": [100]}
+    splits, how = load_splits(parse("--train", "t.txt", "--valid", "v.txt"), files.get, None)
+    assert splits == {"train": files["t.txt"], "valid": [100], "test": None}
+    assert how == "train t.txt, valid v.txt"
+
+
+@pytest.mark.parametrize("argv, error, match", [
+    ((), ConfigError, "either --dataset NAME or --train FILE"),
+    (("--dataset", "set", "--train", "t.txt"), ConfigError, "either --dataset"),
+    (("--train", "t.txt", "--valid-fraction", "1.5"), ConfigError, "--valid-fraction 1.5"),
+    (("--train", "t.txt", "--valid-fraction", "0"), ConfigError, "validation > 0"),
+    (("--train", "one.txt"), DataError, "too few to hold out"),
+])
+def test_load_splits_errors(argv, error, match):
+    files = {"t.txt": list(range(10)), "one.txt": [1]}
+    with pytest.raises(error, match=match):
+        load_splits(parse(*argv), files.get, lambda name: list(range(10)))

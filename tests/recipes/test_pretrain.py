@@ -1,0 +1,145 @@
+"""`kbl pretrain` end to end on a small corpus: outputs, exact resume after SIGTERM, refusals."""
+
+import os
+import signal
+
+import keras
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow_text")
+
+from keras_bert_lab.recipes.pretrain import PretrainSettings, TrainingError, run  # noqa: E402
+
+WORDS = ("river city music album team season film station school bridge war king "
+         "history church island song road league army village").split()
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    """40 documents of 6 sentences each, Google format (blank line between documents)."""
+    rng = np.random.default_rng(0)
+    lines = []
+    for doc in range(40):
+        for sentence in range(6):
+            words = rng.choice(WORDS, size=rng.integers(5, 12))
+            lines.append(f"the {' '.join(words)} of document {doc} .")
+        lines.append("")
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(lines))
+    return str(path)
+
+
+def settings_for(corpus, **overrides):
+    fields = dict(corpus=(corpus,), eval_corpus=None, size="tiny", sequence_length=32, batch_size=4,
+                  steps=8, checkpoint_every=2, eval_every=4, log_every=2, seed=3,
+                  learning_rate=1e-3)
+    fields.update(overrides)
+    return PretrainSettings(**fields)
+
+
+def final_state(output_dir):
+    from keras_bert_lab.training.checkpoints import list_checkpoints
+
+    newest = list_checkpoints(os.path.join(output_dir, "checkpoints"))[-1]
+    with np.load(os.path.join(newest, "state.npz")) as data:
+        return os.path.basename(newest), {k: data[k] for k in data.files}
+
+
+class SendSignalAt(keras.callbacks.Callback):
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == self.step:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_run_outputs_and_exact_resume(corpus_file, tmp_path):
+    settings = settings_for(corpus_file, eval_corpus=corpus_file, eval_batches=2)
+    unbroken = str(tmp_path / "unbroken")
+    metrics = run(settings, unbroken, verbose=0)
+    for name in ("settings.json", "log.csv", "curves.png", "metrics.json", "preset/config.json",
+                 "preset/model.weights.h5", "preset/vocab.txt"):
+        assert os.path.exists(os.path.join(unbroken, name)), name
+    assert 0.0 <= metrics["heldout_mlm_accuracy"] <= 1.0 and "unigram_mlm_accuracy" in metrics
+
+    broken = str(tmp_path / "broken")
+    # The signal arrives during step 5; the checkpoint callback acts at the next step boundary.
+    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 6"):
+        run(settings, broken, verbose=0, callbacks=[SendSignalAt(5)])
+    with pytest.raises(TrainingError, match="already holds a run"):
+        run(settings, broken, verbose=0)
+    run(settings, broken, resume=True, verbose=0)
+
+    name_a, a = final_state(unbroken)
+    name_b, b = final_state(broken)
+    assert name_a == name_b == "ckpt-00000008"
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+def test_accumulation_counts_updates_and_resumes_exactly(corpus_file, tmp_path):
+    """--steps counts optimizer updates: with --accumulation 2, 4 steps are 8 batches, checkpoints
+    fall on updates only (a signal between the two batches of an update waits for the update),
+    log rows are one per update, and a resumed run ends with the unbroken run's weights."""
+    import csv
+
+    from keras_bert_lab.training.checkpoints import list_checkpoints
+
+    settings = settings_for(corpus_file, steps=4, accumulation=2, checkpoint_every=2, log_every=1,
+                            eval_every=4)
+    unbroken = str(tmp_path / "unbroken")
+    run(settings, unbroken, verbose=0)
+    names = [os.path.basename(c) for c in list_checkpoints(os.path.join(unbroken, "checkpoints"))]
+    assert names == ["ckpt-00000002", "ckpt-00000004"]
+    steps = [int(row["step"]) for row in csv.DictReader(open(os.path.join(unbroken, "log.csv")))
+             if row["split"] == "train"]
+    assert steps == [1, 2, 3, 4]
+
+    broken = str(tmp_path / "broken")
+    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 2"):
+        run(settings, broken, verbose=0, callbacks=[SendSignalAt(1)])  # signalled mid-update 2
+    run(settings, broken, resume=True, verbose=0)
+    name_a, a = final_state(unbroken)
+    name_b, b = final_state(broken)
+    assert name_a == name_b == "ckpt-00000004"
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+def test_resume_with_other_settings_is_refused(corpus_file, tmp_path):
+    out = str(tmp_path / "run")
+    run(settings_for(corpus_file, steps=2), out, verbose=0)
+    with pytest.raises(TrainingError, match="different settings"):
+        run(settings_for(corpus_file, steps=2, learning_rate=1e-2), out, resume=True, verbose=0)
+    with pytest.raises(TrainingError, match="holds no run"):
+        run(settings_for(corpus_file), str(tmp_path / "empty"), resume=True, verbose=0)
+
+
+def test_nan_loss_stops_and_names_the_last_good_checkpoint(corpus_file, tmp_path):
+    out = str(tmp_path / "nan")
+    with pytest.raises(TrainingError, match=r"step 3.*ckpt-00000002"):
+        run(settings_for(corpus_file, steps=6), out, verbose=0, callbacks=[PoisonAt(3)])
+
+
+class PoisonAt(keras.callbacks.Callback):
+    """Makes the weights NaN after ``step - 1`` so that step ``step`` reports a NaN loss."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == self.step - 1:
+            table = self.model.backbone.token_embedding.embeddings
+            table.assign(table * np.nan)
+
+
+def test_missing_corpus_is_a_clear_error(tmp_path):
+    from keras_bert_lab.errors import KblError
+
+    with pytest.raises(KblError, match="does-not-exist"):
+        run(settings_for(str(tmp_path / "does-not-exist.txt")), str(tmp_path / "x"), verbose=0)

@@ -1,0 +1,85 @@
+"""Every task passes the same checks (tests/tasks/helpers.py): outputs, fit with the compile()
+defaults, config, the .keras file, the preset round trip — and its preset loads under the other
+two backends with the same outputs. Task-specific behaviour (parity with transformers, losses,
+arguments) is in each task's own test file."""
+
+import numpy as np
+import pytest
+
+from keras_bert_lab import (BertBackbone, BertClassifier, BertConfig, BertMultipleChoice,
+                            BertPretrainer, BertSpanQA, BertTokenClassifier, SentenceEmbedder)
+from tests.conftest import padded_pair_batch
+from tests.presets.helpers import tiny_vocab
+from tests.tasks.helpers import check_presets_in_other_backends, run_task_test
+
+CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
+B = 3
+
+
+def pair_batch(seed=0):
+    return padded_pair_batch(vocab_size=CONFIG.vocab_size, lengths=(14, 9, 5),
+                             first_lengths=(6, 3, 2), seed=seed, cls_id=5, sep_id=6,
+                             first_word_id=8)
+
+
+def case(name):
+    """``(model, x, y, sample_weight, expected_shapes, train)`` of one task."""
+    backbone = BertBackbone(CONFIG)
+    x = pair_batch()
+    T = x["token_ids"].shape[1]
+    if name == "pretrainer":
+        x = dict(x, mask_positions=np.array([[1, 2, 3]] * B, "int32"))
+        y = {"mlm": np.array([[9, 10, 11]] * B), "nsp": np.array([0, 1, 0])}
+        weights = {"mlm": np.array([[1, 1, 0]] * B, "float32"), "nsp": np.ones(B, "float32")}
+        return (BertPretrainer(backbone), x, y, weights,
+                {"mlm": (B, 3, CONFIG.vocab_size), "nsp": (B, 2)}, True)
+    if name == "classifier":
+        return (BertClassifier(backbone, labels=["a", "b", "c"]), x, np.array([0, 2, 1]), None,
+                (B, 3), True)
+    if name == "multiple_choice":
+        x = {k: np.stack([v, pair_batch(seed=1)[k]], axis=1) for k, v in x.items()}  # C = 2
+        return BertMultipleChoice(backbone), x, np.array([1, 0, 1]), None, (B, 2), True
+    if name == "span_qa":
+        y = {"start_logits": np.array([3, 0, 2]), "end_logits": np.array([4, 0, 2])}
+        return BertSpanQA(backbone), x, y, None, {"end_logits": (B, T), "start_logits": (B, T)}, \
+            True
+    if name == "token_classifier":
+        y = np.random.default_rng(0).integers(0, 3, size=(B, T))
+        return (BertTokenClassifier(backbone, labels=["O", "B-X", "I-X"]), x, y,
+                x["padding_mask"].astype("float32"), (B, T, 3), True)
+    if name == "sentence_embedder":
+        return SentenceEmbedder(backbone), x, None, None, (B, CONFIG.hidden_size), False
+    raise ValueError(name)
+
+
+TASKS = ["pretrainer", "classifier", "multiple_choice", "span_qa", "token_classifier",
+         "sentence_embedder"]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    """Each task built, checked by run_task_test and saved as a preset (shared by the tests)."""
+    results = {}
+    for name in TASKS:
+        model, x, y, weights, shapes, train = case(name)
+        tmp = tmp_path_factory.mktemp(name)
+        try:
+            preset = run_task_test(model, x, y, weights, expected_shapes=shapes,
+                                   vocabulary=tiny_vocab(), tmp_path=tmp, train=train)
+            results[name] = (model, preset, x, None)
+        except AssertionError as error:  # reported by that task's test
+            results[name] = (model, None, x, error)
+    return results
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_contract(checked, name):
+    *_, error = checked[name]
+    if error is not None:
+        raise error
+
+
+def test_task_presets_load_under_the_other_backends(checked, tmp_path):
+    cases = [(model, preset, x) for model, preset, x, error in checked.values() if preset]
+    assert len(cases) == len(TASKS)
+    check_presets_in_other_backends(cases, tmp_path)
