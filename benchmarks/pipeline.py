@@ -3,7 +3,7 @@
 What is timed: raw WikiText-2 train paragraphs (the articles' text lines, headings and titles left
 out) → pretraining batches of 32 × 128 with dynamic masked-LM masks (15 %, 80/10/10), as NumPy.
 
-- ``keras_bert_lab``: paragraphs split into sentences (``corpora.split_sentences``) → every
+- ``keras_bert_lab``: paragraphs split into sentences (``data.sentences.split_sentences``) → every
   sentence tokenized once (``TokenizedCorpus.from_documents``, WordPieceTokenizer) →
   ``pretraining_dataset``: google-style next-sentence pairs (new each epoch) → ``BertPacker`` →
   ``MaskedLMMasker`` → ``(features, labels, sample_weight)``, iterated to the end of the epoch.
@@ -61,7 +61,7 @@ def wikitext_documents(limit):
 # ---- ours -----------------------------------------------------------------------------------
 def make_ours(documents, whole_word_masking=False):
     from keras_bert_lab.data import registry as datasets
-    from keras_bert_lab.data.corpora import split_sentences
+    from keras_bert_lab.data.sentences import split_sentences
     from keras_bert_lab.pipelines.pretraining import (TokenizedCorpus, create_instances,
                                                       pretraining_dataset)
     from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer

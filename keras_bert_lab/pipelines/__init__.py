@@ -1,4 +1,4 @@
-"""Input pipelines: text and examples → ``tf.data`` streams that ``model.fit`` reads on any backend.
+"""Input pipelines: text and examples → the ``tf.data`` streams ``model.fit`` reads (any backend).
 
 - :mod:`~.pretraining` — BERT pretraining, in order: ``corpus`` (read and tokenize once) →
   ``pairs`` (next-sentence pairs per epoch) → ``stream`` (pack, mask, batch) — and ``tfrecords``

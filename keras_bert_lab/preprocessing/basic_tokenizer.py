@@ -17,6 +17,7 @@ import typing
 
 import tensorflow as tf
 
+from keras_bert_lab.errors import InputError
 from keras_bert_lab.preprocessing import normalization as norm
 
 # Our TensorFlow code has no Python control flow on tensors: tell autograph (tf.data.map,
@@ -29,7 +30,8 @@ class BasicTokenizer:
 
     Cleans the text, optionally lower-cases and strips accents, and splits on whitespace,
     punctuation and CJK ideographs exactly as ``BertTokenizerFast``'s normaliser and pre-tokeniser
-    do (see :mod:`keras_bert_lab.preprocessing.normalization`). :class:`WordPieceTokenizer` builds on it, and
+    do (see :mod:`keras_bert_lab.preprocessing.normalization`).
+    :class:`~keras_bert_lab.preprocessing.wordpiece.WordPieceTokenizer` builds on it, and
     vocabulary training uses it to count words. Invalid UTF-8 is replaced, not fatal, and counted
     in :attr:`invalid_utf8_count`.
 
@@ -152,8 +154,8 @@ def apply_to_text(fn, inputs):
     else:
         tensor = tf.convert_to_tensor(inputs)
         if tensor.dtype != tf.string:
-            raise TypeError(f"Expected strings, got a {tensor.dtype.name} tensor; tokenize text, "
-                            "not ids.")
+            raise InputError(f"Expected strings, got a {tensor.dtype.name} tensor; tokenize text, "
+                             "not ids.")
     out = fn(tf.reshape(tensor, [-1]))
     if python:
         lists = {key: _decoded(value.to_list()) for key, value in out.items()}

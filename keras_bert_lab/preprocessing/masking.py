@@ -2,12 +2,12 @@
 
 The masked-LM task (Devlin et al. 2019, §3.1, "Task #1") hides some input tokens and asks the model
 for the originals. Per sequence, 15 % of the tokens that can be masked are *selected* (never
-``[CLS]``, ``[SEP]`` or ``[PAD]``), at most ``mask_selection_length``. Of the selected tokens 80 % become
-``[MASK]``, 10 % a random token and 10 % stay unchanged. Why not always ``[MASK]``? ``[MASK]`` never
-occurs when the model is fine-tuned, so always masking would teach the encoder that only
-``[MASK]`` positions need good representations; random and unchanged tokens force it to keep a
-contextual representation of *every* token, and the random ones are rare enough (1.5 % of all
-tokens) not to harm its language understanding.
+``[CLS]``, ``[SEP]`` or ``[PAD]``), at most ``mask_selection_length``. Of the selected tokens 80 %
+become ``[MASK]``, 10 % a random token and 10 % stay unchanged. Why not always ``[MASK]``?
+``[MASK]`` never occurs when the model is fine-tuned, so always masking would teach the encoder
+that only ``[MASK]`` positions need good representations; random and unchanged tokens force it to
+keep a contextual representation of *every* token, and the random ones are rare enough (1.5 % of
+all tokens) not to harm its language understanding.
 
 google-research/bert drew the masks once, when writing the data (``dupe_factor`` = 10 copies with
 different masks). RoBERTa (Liu et al. 2019, §4.1) showed that drawing them afresh every time a
@@ -23,11 +23,12 @@ them. As in the original, words are taken in random order while they fit in the 
 (a word that would overshoot is skipped and smaller ones after it may still fit), and the
 80/10/10 choice is then made per token.
 
-Selection count per sequence: ``min(mask_selection_length, max(1, round(n * mask_selection_rate)))`` where ``n``
-is the number of maskable tokens (the original counts ``[CLS]``/``[SEP]`` in ``n`` too; we count
-only what can actually be masked, so the selected share is the stated rate). Random replacement
-tokens are drawn uniformly from ``random_token_ids`` (by default every vocabulary entry that is not
-a bracketed special such as ``[PAD]`` … ``[MASK]`` or ``[unused7]``).
+Selection count per sequence: ``min(mask_selection_length, max(1, round(n *
+mask_selection_rate)))`` where ``n`` is the number of maskable tokens (the original counts
+``[CLS]``/``[SEP]`` in ``n`` too; we count only what can actually be masked, so the selected share
+is the stated rate). Random replacement tokens are drawn uniformly from ``random_token_ids`` (by
+default every vocabulary entry that is not a bracketed special such as ``[PAD]`` … ``[MASK]`` or
+``[unused7]``).
 
 Shapes: ``B`` batch, ``L`` sequence length, ``P`` = ``mask_selection_length``.
 """
@@ -56,14 +57,15 @@ class MaskedLMMasker:
         unselectable_token_ids: ids never selected (``[CLS]``, ``[SEP]``, ``[PAD]``, …).
             Positions where ``padding_mask`` is 0 are never selected either.
         mask_selection_rate: share of maskable tokens to select (0.15).
-        mask_selection_length: ``P``, the most selected tokens per sequence (``mask_selection_length``,
-            20 for 128-token sequences in the original recipe).
+        mask_selection_length: ``P``, the most selected tokens per sequence (Google's
+            ``max_predictions_per_seq``, 20 for 128-token sequences in the original recipe).
         mask_token_rate: share of selected tokens replaced by ``[MASK]`` (0.8).
         random_token_rate: share replaced by a random token (0.1); the rest are kept unchanged.
         random_token_ids: the ids random replacements are drawn from (default: all ids except
             ``unselectable_token_ids`` and ``mask_token_id``).
         whole_word_masking: select whole words (needs ``continuation_token_ids``).
-        continuation_token_ids: ids of word-continuation pieces (``##…``), for ``whole_word_masking``.
+        continuation_token_ids: ids of word-continuation pieces (``##…``), for
+            ``whole_word_masking``.
 
     Example:
 
@@ -87,13 +89,14 @@ class MaskedLMMasker:
             raise ConfigError(f"mask_selection_rate={mask_selection_rate} must be in (0, 1].")
         if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
             raise ConfigError(f"mask_token_rate={mask_token_rate} and random_token_rate="
-                             f"{random_token_rate} must be ≥ 0 and sum to at most 1 (the rest "
-                             "of the selected tokens is kept unchanged).")
+                              f"{random_token_rate} must be ≥ 0 and sum to at most 1 (the rest "
+                              "of the selected tokens is kept unchanged).")
         if int(mask_selection_length) < 1:
             raise ConfigError(f"mask_selection_length={mask_selection_length} must be at least 1.")
         if whole_word_masking and continuation_token_ids is None:
-            raise ConfigError("whole_word_masking=True needs continuation_token_ids (the ids of '##' "
-                             "pieces); build the masker with MaskedLMMasker.from_tokenizer().")
+            raise ConfigError("whole_word_masking=True needs continuation_token_ids (the ids of "
+                              "'##' pieces); build the masker with "
+                              "MaskedLMMasker.from_tokenizer().")
         self.vocabulary_size = int(vocabulary_size)
         self.mask_token_id = int(mask_token_id)
         self.unselectable_token_ids = sorted({int(i) for i in unselectable_token_ids})
@@ -124,7 +127,8 @@ class MaskedLMMasker:
         """A masker with ``tokenizer``'s ids: [CLS]/[SEP]/[PAD] unselectable, [MASK], the ``##``
         continuation pieces, and random tokens drawn from every non-bracketed vocabulary entry.
 
-        ``kwargs`` as in the constructor (e.g. ``whole_word_masking=True``, ``mask_selection_length=76``).
+        ``kwargs`` as in the constructor (e.g. ``whole_word_masking=True``,
+        ``mask_selection_length=76``).
         """
         vocabulary = list(tokenizer.vocabulary)
         suffix = getattr(tokenizer, "suffix_indicator", "##")
@@ -140,7 +144,8 @@ class MaskedLMMasker:
     def get_config(self):
         return {"vocabulary_size": self.vocabulary_size, "mask_token_id": self.mask_token_id,
                 "unselectable_token_ids": list(self.unselectable_token_ids),
-                "mask_selection_rate": self.mask_selection_rate, "mask_selection_length": self.mask_selection_length,
+                "mask_selection_rate": self.mask_selection_rate,
+                "mask_selection_length": self.mask_selection_length,
                 "mask_token_rate": self.mask_token_rate,
                 "random_token_rate": self.random_token_rate,
                 "random_token_ids": self.random_token_ids.tolist(),
@@ -154,7 +159,7 @@ class MaskedLMMasker:
         ids = tf.cast(tf.convert_to_tensor(token_ids), tf.int32)
         if ids.shape.rank != 2:
             raise InputError(f"token_ids must be a batch [B, L], got shape {ids.shape}; batch "
-                             "the dataset before masking.")
+                              "the dataset before masking.")
         maskable = tf.gather(tf.constant(self._unselectable), ids) == 0        # (B, L)
         if padding_mask is not None:
             maskable &= tf.cast(padding_mask, tf.bool)
@@ -235,7 +240,8 @@ class MaskedLMMasker:
 
         taken, used, pointer, _ = tf.while_loop(
             lambda taken, used, pointer, more: more, one_pass,
-            (taken, used, pointer, tf.constant(True)), maximum_iterations=self.mask_selection_length)
+            (taken, used, pointer, tf.constant(True)),
+            maximum_iterations=self.mask_selection_length)
         # Back from random order to word index, then to tokens.
         by_word = tf.gather(taken, tf.argsort(order, axis=1, stable=True), batch_dims=1)
         return maskable & tf.gather(by_word, tf.maximum(word, 0), batch_dims=1)

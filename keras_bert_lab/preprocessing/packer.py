@@ -63,8 +63,8 @@ class BertPacker:
     def __init__(self, sequence_length, cls_token_id, sep_token_id, pad_token_id,
                  truncation="longest_first"):
         if int(sequence_length) < 2:
-            raise ConfigError(f"sequence_length={sequence_length} leaves no room for [CLS] and [SEP]; "
-                             "use at least 2 (3 for sentence pairs).")
+            raise ConfigError(f"sequence_length={sequence_length} leaves no room for [CLS] and "
+                              "[SEP]; use at least 2 (3 for sentence pairs).")
         if truncation not in TRUNCATIONS:
             raise ConfigError(f"truncation={truncation!r}; choose one of {TRUNCATIONS}.")
         self.sequence_length = int(sequence_length)
@@ -91,7 +91,7 @@ class BertPacker:
         budget = self.sequence_length - 3
         if self.sequence_length < 3:
             raise ConfigError(f"sequence_length={self.sequence_length} is too short for a pair: "
-                             "[CLS] A [SEP] B [SEP] needs at least 3.")
+                              "[CLS] A [SEP] B [SEP] needs at least 3.")
         return longest_first(first_length, second_length, budget,
                              odd_token_to_first=self.truncation == "longest_first_google")
 
@@ -203,7 +203,8 @@ def _ragged_from_lists(rows):
 def _as_ragged(ids):
     if isinstance(ids, tf.RaggedTensor):
         if ids.ragged_rank != 1:
-            raise InputError(f"Expected token ids [B, (T)], got a RaggedTensor of rank {ids.shape.rank}.")
+            raise InputError(f"Expected token ids [B, (T)], got a RaggedTensor of rank "
+                             f"{ids.shape.rank}.")
         return ids.with_row_splits_dtype(tf.int64)
     ids = tf.convert_to_tensor(ids)
     if ids.shape.rank == 1:

@@ -159,7 +159,7 @@ def decode(predicted_ids, word_index, num_words, labels):
 
 
 class TaggingPreprocessor:
-    """Word-split sentences → token-classification inputs and labels, and logits → tags per word.
+    """Word-split sentences → token-classification inputs and labels; logits → tags per word.
 
     Wraps :func:`align` and :func:`decode` with a tokenizer, the label list and a length, as the
     other preprocessors do.

@@ -9,12 +9,12 @@ that cannot be covered, or is longer than 100 characters, becomes one ``[UNK]``.
 
 Basic tokenization is :class:`~keras_bert_lab.preprocessing.basic_tokenizer.BasicTokenizer` (one
 table lookup per character, then a few vectorised TensorFlow ops); WordPiece is tensorflow-text's
-``FastWordpieceTokenizer`` (linear-time longest-match-first) applied to the words. Strings that are printable ASCII (four in five English
-paragraphs) skip the table: ``tf.strings.lower`` and the WordPiece op's own splitting, which on
-ASCII are exactly BERT's. The result is identical, id for id and offset for offset, to Hugging
-Face's ``BertTokenizerFast`` with the same vocabulary and casing (tests check every Unicode code
-point and every WikiText-2 valid/test paragraph), at several times its speed inside ``tf.data``
-(``benchmarks/tokenization.py``).
+``FastWordpieceTokenizer`` (linear-time longest-match-first) applied to the words. Strings that are
+printable ASCII (four in five English paragraphs) skip the table: ``tf.strings.lower`` and the
+WordPiece op's own splitting, which on ASCII are exactly BERT's. The result is identical, id for id
+and offset for offset, to Hugging Face's ``BertTokenizerFast`` with the same vocabulary and casing
+(tests check every Unicode code point and every WikiText-2 valid/test paragraph), at several times
+its speed inside ``tf.data`` (``benchmarks/tokenization.py``).
 
 Shapes: a scalar string gives a 1-D ``tf.Tensor`` of ids, a batch ``[B]`` of strings a
 ``tf.RaggedTensor`` ``[B, (T)]``; Python strings and lists give Python lists.
@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_lab.errors import DataError
+from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.preprocessing.basic_tokenizer import BasicTokenizer, apply_to_text, graph_code
 from keras_bert_lab.presets.vocabulary import check_tokens, read_vocabulary
 from keras_bert_lab.presets.registry import read_preset
@@ -79,9 +79,9 @@ class WordPieceTokenizer:
             self._vocabulary_file = None
             self.vocabulary = check_tokens(list(vocabulary), source="(list)")
         if unk_token is None:
-            raise ValueError("unk_token is required: WordPiece needs it for uncoverable words.")
+            raise ConfigError("unk_token is required: WordPiece needs it for uncoverable words.")
         if int(max_chars_per_word) < 1:
-            raise ValueError(f"max_chars_per_word must be at least 1, got {max_chars_per_word}.")
+            raise ConfigError(f"max_chars_per_word must be at least 1, got {max_chars_per_word}.")
         self.basic = BasicTokenizer(lowercase, strip_accents, chinese_chars)
         self.max_chars_per_word = int(max_chars_per_word)
         self.suffix_indicator = suffix_indicator

@@ -4,8 +4,9 @@ BERT's vocabulary (Devlin et al. 2019, §3; Wu et al. 2016) is a list of word pi
 frequent words are one token and rare words split into a few frequent pieces; ``##`` marks a piece
 that continues a word. The training here has two steps:
 
-1. **Words** come from *our* basic tokenization (:class:`~keras_bert_lab.preprocessing.basic_tokenizer.
-   BasicTokenizer`, in TensorFlow, batched), so the vocabulary is learned on exactly the words the
+1. **Words** come from *our* basic tokenization
+   (:class:`~keras_bert_lab.preprocessing.basic_tokenizer.BasicTokenizer`, in TensorFlow,
+   batched), so the vocabulary is learned on exactly the words the
    tokenizer will later see — lower-cased and accent-stripped for uncased vocabularies, punctuation
    and CJK ideographs split off.
 2. **Pieces** are learned by Hugging Face ``tokenizers``' ``WordPieceTrainer`` (Rust, multi-threaded),
@@ -25,7 +26,7 @@ always give the same list (HF's trainer alone does not guarantee that; see the c
 Example:
 
 >>> from keras_bert_lab.data import registry
->>> vocab = train_vocabulary(registry.wikitext2_paragraphs("valid")[:500], size=2000)
+>>> vocab = train_vocabulary(registry.wikitext2_paragraphs("valid")[:500], vocabulary_size=2000)
 >>> vocab[:5], len(vocab)
 (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 2000)
 """
@@ -35,7 +36,7 @@ import gzip
 import os
 import warnings
 
-from keras_bert_lab.errors import DataError, MissingPackageError
+from keras_bert_lab.errors import ConfigError, DataError, MissingPackageError
 
 DEFAULT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 TOKENIZERS_INSTALL = "pip install tokenizers==0.23.3"
@@ -58,17 +59,18 @@ def read_lines(*paths):
                     yield line
 
 
-def train_vocabulary(corpus, size=30522, *, lowercase=True, strip_accents=None,
+def train_vocabulary(corpus, vocabulary_size=30522, *, lowercase=True, strip_accents=None,
                      chinese_chars=True, special_tokens=DEFAULT_SPECIAL_TOKENS, unused_tokens=0,
                      min_frequency=2, limit_alphabet=None, max_chars_per_word=100,
                      batch_size=1024, progress=False, output=None):
-    """Learn a WordPiece vocabulary of ``size`` tokens from ``corpus``; return it as a list.
+    """Learn a WordPiece vocabulary of ``vocabulary_size`` tokens from ``corpus``; return it.
 
     Args:
         corpus: texts — an iterable of ``str``/``bytes`` (e.g. :func:`read_lines` of files, or
             ``registry.wikitext2_paragraphs("train")``) or a ``tf.data.Dataset`` of strings
             (batched or not).
-        size: total number of tokens, special and unused ones included (30,522 in BERT).
+        vocabulary_size: total number of tokens, special and unused ones included (30,522 in
+            BERT).
         lowercase, strip_accents, chinese_chars: basic tokenization, as for the tokenizer that
             will use the vocabulary (uncased by default).
         special_tokens: the first tokens, in this order, spelled as the tokenizer will look them
@@ -82,7 +84,7 @@ def train_vocabulary(corpus, size=30522, *, lowercase=True, strip_accents=None,
         output: if given, also write the vocabulary there as ``vocab.txt``.
 
     Returns:
-        The vocabulary, index = id. It is shorter than ``size`` only when the corpus has fewer
+        The vocabulary, index = id. It is shorter than ``vocabulary_size`` only when the corpus has fewer
         distinct pieces to offer.
     """
     try:
@@ -92,10 +94,10 @@ def train_vocabulary(corpus, size=30522, *, lowercase=True, strip_accents=None,
                                   f"it with `{TOKENIZERS_INSTALL}`.") from None
     special = list(special_tokens) + [f"[unused{i}]" for i in range(int(unused_tokens))]
     if len(set(special)) != len(special):
-        raise ValueError(f"special_tokens repeat a token: {special_tokens}.")
-    if size <= len(special):
-        raise ValueError(f"size={size} leaves no room for learned pieces after {len(special)} "
-                         "special and unused tokens.")
+        raise ConfigError(f"special_tokens repeat a token: {special_tokens}.")
+    if vocabulary_size <= len(special):
+        raise ConfigError(f"vocabulary_size={vocabulary_size} leaves no room for learned pieces after {len(special)} "
+                          "special and unused tokens.")
     counts = count_words(corpus, lowercase=lowercase, strip_accents=strip_accents,
                          chinese_chars=chinese_chars, max_chars_per_word=max_chars_per_word,
                          batch_size=batch_size, progress=progress)
@@ -119,7 +121,7 @@ def train_vocabulary(corpus, size=30522, *, lowercase=True, strip_accents=None,
     model = Tokenizer(models.WordPiece(unk_token=unk, max_input_chars_per_word=max_chars_per_word))
     model.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # the words are ours already
     trainer = trainers.WordPieceTrainer(
-        vocab_size=size, min_frequency=min_frequency, special_tokens=special + continuations,
+        vocab_size=vocabulary_size, min_frequency=min_frequency, special_tokens=special + continuations,
         initial_alphabet=alphabet, limit_alphabet=len(alphabet),
         continuing_subword_prefix="##", show_progress=progress)
     model.train_from_iterator(_repeat_words(counts), trainer=trainer)
@@ -197,7 +199,7 @@ def _batches(corpus, batch_size):
             yield tf.reshape(batch, [-1])
         return
     if isinstance(corpus, (str, bytes, os.PathLike)):
-        raise TypeError("train_vocabulary takes texts, not one string or path: for files pass "
+        raise DataError("train_vocabulary takes texts, not one string or path: for files pass "
                         "read_lines(path, ...).")
     chunk = []
     for text in corpus:

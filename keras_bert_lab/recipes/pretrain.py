@@ -50,7 +50,7 @@ class PretrainSettings:
 
     corpus: tuple = ("wikitext2",)
     eval_corpus: str | None = "wikitext2:valid"
-    vocab: str | None = None           # vocab.txt path; None: the bert-base-uncased vocabulary
+    vocabulary: str | None = None      # vocab.txt path; None: the bert-base-uncased vocabulary
     size: str = "mini"
     sequence_length: int = 128
     batch_size: int = 32
@@ -102,10 +102,10 @@ class PretrainSettings:
 
 
 def load_tokenizer(settings):
-    """The run's ``WordPieceTokenizer``: ``settings.vocab`` or the bert-base-uncased vocab."""
+    """The run's ``WordPieceTokenizer``: ``settings.vocabulary`` or bert-base-uncased's."""
     from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 
-    return WordPieceTokenizer(settings.vocab or locate("bert_uncased_vocab"))
+    return WordPieceTokenizer(settings.vocabulary or locate("bert_uncased_vocab"))
 
 
 def build_model(settings, vocab_size):
@@ -136,7 +136,8 @@ def stream_options(settings, phase):
     """:func:`~keras_bert_lab.pipelines.pretraining.pretraining_dataset` options of a phase."""
     long = phase == 2
     return dict(batch_size=settings.batch_size,
-                sequence_length=settings.phase2_sequence_length if long else settings.sequence_length,
+                sequence_length=(settings.phase2_sequence_length if long
+                                 else settings.sequence_length),
                 mask_selection_length=(settings.phase2_mask_selection_length if long
                                        else settings.mask_selection_length),
                 mask_selection_rate=settings.mask_selection_rate,

@@ -5,9 +5,9 @@ BERT's SQuAD recipe (Devlin et al. 2019, §4.2–4.3; google-research/bert ``run
 over the last layer (:class:`~keras_bert_lab.tasks.question_answering.BertSpanQA`), the best
 ``start + end`` span over all windows of a question, scored by the official exact match and F1
 (:mod:`keras_bert_lab.preprocessing.span_qa`, :mod:`keras_bert_lab.metrics.squad`).
-``--version-2`` adds SQuAD 2.0's "no answer" ([CLS]) with a null-score threshold. The validation F1 picks the best epoch; ``predictions.json`` holds
-``{id: answer}`` for ``--predict`` (or for the validation file when none is given) and
-``valid_predictions.json`` those of the validation file.
+``--version-2`` adds SQuAD 2.0's "no answer" ([CLS]) with a null-score threshold. The validation
+F1 picks the best epoch; ``predictions.json`` holds ``{id: answer}`` for ``--predict`` (or for the
+validation file when none is given) and ``valid_predictions.json`` those of the validation file.
 
 Example (the real 5-question sample, a plumbing check only)::
 

@@ -1,4 +1,4 @@
-"""``Task``: what every task model shares — a backbone, presets, serialisation, batched prediction.
+"""``Task``: what every task model shares — a backbone, presets, serialisation, batch prediction.
 
 A task is a functional ``keras.Model`` built as ``backbone → head``: model inputs in, logits out.
 Turning text into those inputs is the job of a preprocessor (:mod:`keras_bert_lab.preprocessing`),

@@ -169,7 +169,7 @@ class BertClassifier(Task):
 
 
 def decode_logits(logits, problem, labels=None):
-    """Probabilities/labels (or scores) from ``(N, K)`` logits, in NumPy (see ``predict_labels``)."""
+    """Probabilities/labels (or scores) from ``(N, K)`` logits, in NumPy (``predict_labels``)."""
     logits = np.asarray(logits, dtype="float64")
     if problem == "regression":
         return {"scores": logits[:, 0]}

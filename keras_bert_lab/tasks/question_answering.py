@@ -62,8 +62,8 @@ class BertSpanQA(Task):
     The outputs are the raw scores of every position, padding included — exactly what
     ``transformers.BertForQuestionAnswering`` returns and what its loss normalises over. Positions
     that cannot hold an answer (padding, the question, special tokens) are masked out where the
-    answer is chosen, in :func:`keras_bert_lab.preprocessing.span_qa.postprocess`, which only considers
-    context tokens; [CLS] (position 0) stands for "no answer" (SQuAD 2.0).
+    answer is chosen, in :func:`keras_bert_lab.preprocessing.span_qa.postprocess`, which only
+    considers context tokens; [CLS] (position 0) stands for "no answer" (SQuAD 2.0).
 
     Training labels are ``{"start_logits": start_positions, "end_logits": end_positions}``
     (token indices, ``(B,)``); the loss is the mean of the two cross-entropies, as in BERT's

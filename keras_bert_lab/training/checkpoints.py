@@ -27,7 +27,7 @@ PREFIX = "ckpt-"
 
 def _state_variables(model):
     if model.optimizer is None:
-        raise ValueError("Compile the model before saving or restoring a training checkpoint.")
+        raise TrainingError("Compile the model before saving or restoring a training checkpoint.")
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
     return list(model.variables) + list(model.optimizer.variables)

@@ -57,7 +57,8 @@ def fit_best_epoch(model, train, evaluate, monitor, output_dir, *, epochs=3, lea
                             verbose=verbose)
         scores = {k: float(v) for k, v in evaluate(model).items()}
         if monitor not in scores:
-            raise KeyError(f"evaluate() returned {sorted(scores)}, not the monitored {monitor!r}.")
+            raise ConfigError(f"evaluate() returned {sorted(scores)}, not the monitored "
+                              f"{monitor!r}.")
         row = {"epoch": epoch + 1, "loss": float(history.history["loss"][-1]),
                "seconds": round(time.time() - began, 1), **scores}
         rows.append(row)

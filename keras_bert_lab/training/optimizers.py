@@ -18,6 +18,8 @@ import re
 
 import keras
 
+from keras_bert_lab.errors import ConfigError
+
 
 def decayed_variables(model):
     """The trainable variables that take weight decay (ndim ≥ 2)."""
@@ -118,7 +120,7 @@ def adamw(model, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999
                    beta_2=beta_2, epsilon=epsilon, global_clipnorm=global_clipnorm, **kwargs)
     if layer_decay is not None and layer_decay != 1.0:
         if not 0.0 < layer_decay <= 1.0:
-            raise ValueError(f"layer_decay={layer_decay}; use a factor in (0, 1] (e.g. 0.9).")
+            raise ConfigError(f"layer_decay={layer_decay}; use a factor in (0, 1] (e.g. 0.9).")
         optimizer = LayerwiseAdamW(lr_multipliers=layer_decay_multipliers(model, layer_decay),
                                    **options)
     else:

@@ -7,6 +7,8 @@ restores ``optimizer.iterations``) continues the schedule exactly where it stopp
 import keras
 from keras import ops
 
+from keras_bert_lab.errors import ConfigError
+
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
@@ -30,8 +32,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0):
         if not 0 <= warmup_steps <= total_steps or total_steps <= 0:
-            raise ValueError(f"Need 0 ≤ warmup_steps ({warmup_steps}) ≤ total_steps "
-                             f"({total_steps}) and total_steps > 0.")
+            raise ConfigError(f"Need 0 ≤ warmup_steps ({warmup_steps}) ≤ total_steps "
+                              f"({total_steps}) and total_steps > 0.")
         self.peak_learning_rate = float(peak_learning_rate)
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)

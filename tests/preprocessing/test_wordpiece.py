@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lab.errors import DataError, KblError
+from keras_bert_lab.errors import DataError, InputError, KblError
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer, read_vocabulary
 from tests.conftest import hf_encode
 
@@ -109,7 +109,7 @@ def test_shapes_and_types(tokenizer):
     assert grid.to_list() == [[tokenizer("a b"), tokenizer("c")], [tokenizer("d"), []]]
     assert tokenizer([]) == []
     assert tokenizer(tf.constant([], tf.string)).shape[0] == 0
-    with pytest.raises(TypeError, match="strings"):
+    with pytest.raises(InputError, match="strings"):
         tokenizer(tf.constant([1, 2]))
 
 

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_lab.data import registry as datasets
+from keras_bert_lab.errors import DataError
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.preprocessing.wordpiece_trainer import count_words, read_lines, train_vocabulary
 from tests.conftest import locate_or_skip
@@ -84,7 +85,7 @@ def test_count_words_uses_our_basic_tokenization():
 def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="no room"):
         train_vocabulary(["a b c"], 5)
-    with pytest.raises(TypeError, match="read_lines"):
+    with pytest.raises(DataError, match="read_lines"):
         train_vocabulary("corpus.txt", 100)
     with pytest.raises(Exception, match="does not exist"):
         list(read_lines(tmp_path / "missing.txt"))
@@ -97,12 +98,12 @@ def test_kbl_vocab_command(tmp_path, capsys):
     corpus.write_text("A tiny corpus.\nWith two lines, and bytes: \xe9t\xe9\n", encoding="latin-1")
     out = tmp_path / "vocab.txt"
     with pytest.warns(UserWarning, match="replaced 2 invalid UTF-8"):  # the latin-1 bytes
-        assert main(["vocab", "--corpus", str(corpus), "--size", "60", "--output", str(out),
+        assert main(["vocab", "--corpus", str(corpus), "--vocabulary-size", "60", "--output", str(out),
                      "--unused", "2", "--min-frequency", "1", "--quiet"]) == 0
     vocab = out.read_text(encoding="utf-8").split("\n")[:-1]
     assert vocab[:7] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]", "[unused1]"]
     assert "wrote" in capsys.readouterr().out
     assert main(["vocab", "--corpus", str(tmp_path / "nope.txt"), "--output", str(out)]) == 2
     assert "neither a file nor a known corpus" in capsys.readouterr().err
-    assert main(["vocab", "--corpus", str(corpus), "--size", "3", "--output", str(out)]) == 2
+    assert main(["vocab", "--corpus", str(corpus), "--vocabulary-size", "3", "--output", str(out)]) == 2
     assert "no room" in capsys.readouterr().err

@@ -20,8 +20,8 @@ appendix A.2) and turns it into an endless ``tf.data`` stream:
    front or its back at random (the original's ``truncate_seq_pair``: trimming only the end would
    make the model expect sentence ends to be missing). Instances are shuffled.
 3. **Pack** ``[CLS] A [SEP] B [SEP]`` with :class:`~keras_bert_lab.preprocessing.packer.BertPacker`.
-4. **Mask** dynamically with :class:`~keras_bert_lab.preprocessing.masking.MaskedLMMasker`: 15 % of the
-   tokens, 80/10/10, optionally whole words; new masks every time a sequence is seen.
+4. **Mask** dynamically with :class:`~keras_bert_lab.preprocessing.masking.MaskedLMMasker`: 15 %
+   of the tokens, 80/10/10, optionally whole words; new masks every time a sequence is seen.
 5. **Batch** as ``(features, labels, sample_weight)`` for
    :class:`~keras_bert_lab.tasks.pretraining.BertPretrainer` ``.fit`` on any Keras backend.
 

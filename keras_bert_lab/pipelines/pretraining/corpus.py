@@ -2,7 +2,7 @@
 
 Documents come from :func:`keras_bert_lab.data.corpora.load_corpus` (named corpora, files, globs,
 directories); every sentence is tokenized once with the WordPiece tokenizer into one flat array of
-ids plus where each sentence and document starts. Everything after this — pairs, packing, masks —
+ids plus where each sentence and document starts. Everything after this — pairs, packing, masks
 works on offsets into that array.
 """
 
@@ -70,7 +70,8 @@ class TokenizedCorpus:
 
     @classmethod
     def from_documents(cls, documents, tokenizer, batch_size=32768):
-        """Tokenize documents (``list[list[str]]`` or a :class:`~keras_bert_lab.data.corpora.Corpus`) in batches."""
+        """Tokenize documents (``list[list[str]]`` or a
+        :class:`~keras_bert_lab.data.corpora.Corpus`) in batches."""
         documents = list(documents)
         sentences = [s for d in documents for s in d]
         per_document = np.fromiter((len(d) for d in documents), np.int64, len(documents))
@@ -103,8 +104,9 @@ class TokenizedCorpus:
 
 
 def tokenize_corpus(source, tokenizer, **read_kwargs):
-    """A :class:`TokenizedCorpus` from anything :func:`~keras_bert_lab.data.corpora.load_corpus` reads (a name such
-    as ``"wikitext2"``, paths, a :class:`~keras_bert_lab.data.corpora.Corpus`, ``list[list[str]]``), or as is."""
+    """A :class:`TokenizedCorpus` from anything :func:`~keras_bert_lab.data.corpora.load_corpus`
+    reads (a name such as ``"wikitext2"``, paths, a :class:`~keras_bert_lab.data.corpora.Corpus`,
+    ``list[list[str]]``), or one as is."""
     if isinstance(source, TokenizedCorpus):
         return source
     corpus = corpora.load_corpus(source, **read_kwargs)

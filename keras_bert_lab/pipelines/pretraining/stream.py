@@ -1,4 +1,4 @@
-"""Steps 3–5 of the pretraining pipeline: pack, mask, batch — the ``tf.data`` stream ``fit`` reads.
+"""Steps 3–5 of the pretraining pipeline: pack, mask, batch — the ``tf.data`` stream of ``fit``.
 
 :func:`pretraining_dataset` reads and tokenizes a corpus once (step 1, :mod:`.corpus`), then each
 epoch draws new pairs (step 2, :mod:`.pairs`), packs ``[CLS] A [SEP] B [SEP]`` with the
@@ -119,10 +119,10 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, sequence_length=128
         raise ConfigError(f"output={output!r}; use 'fit' or 'dict'.")
     if int(batch_size) < 1:
         raise ConfigError(f"batch_size={batch_size} must be at least 1.")
-    masker = MaskedLMMasker.from_tokenizer(tokenizer, mask_selection_length=mask_selection_length,
-                         mask_selection_rate=mask_selection_rate, mask_token_rate=mask_token_rate,
-                         random_token_rate=random_token_rate,
-                         whole_word_masking=whole_word_masking)
+    masker = MaskedLMMasker.from_tokenizer(
+        tokenizer, mask_selection_length=mask_selection_length,
+        mask_selection_rate=mask_selection_rate, mask_token_rate=mask_token_rate,
+        random_token_rate=random_token_rate, whole_word_masking=whole_word_masking)
     tokenized = tokenize_corpus(corpus, tokenizer)
     instance_kwargs = dict(sequence_length=sequence_length, short_seq_prob=short_seq_prob,
                            next_sentence=next_sentence, seed=seed,

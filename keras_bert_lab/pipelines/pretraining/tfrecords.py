@@ -68,10 +68,11 @@ def write_tfrecords(corpus, tokenizer, output_dir, *, num_shards=4, sequence_len
     os.makedirs(output_dir, exist_ok=True)
     paths = [os.path.join(output_dir, f"{prefix}-{i:05d}-of-{num_shards:05d}.tfrecord")
              for i in range(num_shards)]
-    masker = MaskedLMMasker.from_tokenizer(tokenizer, mask_selection_length=mask_selection_length,
-                         mask_selection_rate=mask_selection_rate, mask_token_rate=mask_token_rate,
-                         random_token_rate=random_token_rate,
-                         whole_word_masking=whole_word_masking) if static_masks else None
+    masker = MaskedLMMasker.from_tokenizer(
+        tokenizer, mask_selection_length=mask_selection_length,
+        mask_selection_rate=mask_selection_rate, mask_token_rate=mask_token_rate,
+        random_token_rate=random_token_rate,
+        whole_word_masking=whole_word_masking) if static_masks else None
     assemble = Assembler(tokenized, BertPacker.from_tokenizer(tokenizer, sequence_length,
                                                                truncation="longest_first_google"),
                           next_sentence)
@@ -163,10 +164,10 @@ def read_tfrecords(files, tokenizer=None, *, batch_size=32, sequence_length=128,
     if dynamic and masker is None:
         if tokenizer is None:
             raise ConfigError("Dynamic masking needs the tokenizer (or a MaskedLMMasker).")
-        masker = MaskedLMMasker.from_tokenizer(tokenizer, mask_selection_length=mask_selection_length,
-                             mask_selection_rate=mask_selection_rate, mask_token_rate=mask_token_rate,
-                             random_token_rate=random_token_rate,
-                             whole_word_masking=whole_word_masking)
+        masker = MaskedLMMasker.from_tokenizer(
+            tokenizer, mask_selection_length=mask_selection_length,
+            mask_selection_rate=mask_selection_rate, mask_token_rate=mask_token_rate,
+            random_token_rate=random_token_rate, whole_word_masking=whole_word_masking)
     if not dynamic and not has_masks:
         raise DataError(f"{paths[0]} has no static masks; read it with dynamic_masking=True.")
     L = sequence_length

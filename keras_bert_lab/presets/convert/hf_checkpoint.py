@@ -5,8 +5,9 @@ A Hugging Face BERT directory holds ``config.json``, the weights (``model.safete
 ``tokenizer_config.json`` (``do_lower_case``). ``BertModel`` checkpoints — sentence-transformers
 models among them — name their tensors ``embeddings.…``/``encoder.…``/``pooler.…``; those of
 ``BertForPreTraining``/``BertForMaskedLM`` add a ``bert.`` prefix and the heads under ``cls.``.
-Tensor names and layouts are translated by the table in :mod:`keras_bert_lab.presets.convert.huggingface`;
-this module reads and writes the files around it.
+Tensor names and layouts are translated by the table in
+:mod:`keras_bert_lab.presets.convert.huggingface`; this module reads and writes the files around
+it.
 
 Example:
 >>> from keras_bert_lab.presets.convert.hf_checkpoint import import_hf, export_hf  # doctest: +SKIP
@@ -149,7 +150,8 @@ def export_hf(model, directory, vocabulary=None, lowercase=None, overwrite=False
             recipe = preset.sentence_embedding
             if recipe and recipe.get("pooling") == "mean":
                 length = (preset.preprocessor or {}).get("sequence_length")
-                _write_sentence_transformers_files(tmp, recipe, preset.config["hidden_size"], length)
+                _write_sentence_transformers_files(tmp, recipe, preset.config["hidden_size"],
+                                                   length)
     return pathlib.Path(directory).absolute()
 
 

@@ -14,8 +14,10 @@ Example:
 ...                          "max_position_embeddings": 16})
 >>> rows = weight_table(config)
 >>> row = rows[5]              # layer 0: query, key and value fused into one kernel
->>> row.name, row.hf_keys[0], row.shape
-('backbone/encoder_layer_0/attention/qkv/kernel', 'bert.encoder.layer.0.attention.self.query.weight', (4, 3, 2, 2))
+>>> row.name, row.shape
+('backbone/encoder_layer_0/attention/qkv/kernel', (4, 3, 2, 2))
+>>> row.hf_keys[0]
+'bert.encoder.layer.0.attention.self.query.weight'
 """
 
 import dataclasses
@@ -30,7 +32,7 @@ _IGNORED_SUFFIXES = ("position_ids", "cls.predictions.decoder.weight",
 
 
 def config_from_hf(hf_config):
-    """Our BERT config (a dict of ``BertConfig`` fields) from a Hugging Face ``config.json`` dict."""
+    """Our BERT config (a dict of ``BertConfig`` fields) from a Hugging Face ``config.json``."""
     act = hf_config.get("hidden_act", "gelu")
     if act != "gelu":
         raise PresetError(f"Hugging Face config has hidden_act={act!r}; only exact 'gelu' is "
@@ -174,7 +176,8 @@ def weights_from_hf(state_dict, config, heads=False, allow_partial=False):
     >>> import transformers, torch                                                # doctest: +SKIP
     >>> hf = transformers.BertForPreTraining(transformers.BertConfig())           # doctest: +SKIP
     >>> state = {k: v.numpy() for k, v in hf.state_dict().items()}                # doctest: +SKIP
-    >>> weights, _ = weights_from_hf(state, config_from_hf(hf.config.to_dict()), heads=True)  # doctest: +SKIP
+    >>> config = config_from_hf(hf.config.to_dict())                              # doctest: +SKIP
+    >>> weights, _ = weights_from_hf(state, config, heads=True)                   # doctest: +SKIP
     """
     prefix = "bert." if has_prefix(state_dict) else ""
     if not heads:  # a backbone ignores the heads of a BertForPreTraining checkpoint

@@ -11,8 +11,9 @@ carry over exactly, but a keras-hub model's outputs differ from ours by about 1e
 ``keras_hub`` imports TensorFlow (≈ 4 s, 0.8 GB); it is imported only inside these functions.
 
 Example:
->>> from keras_bert_lab.presets import resolve_preset                                # doctest: +SKIP
->>> from keras_bert_lab.presets.convert.keras_hub import export_keras_hub, import_keras_hub  # doctest: +SKIP
+>>> from keras_bert_lab.presets import resolve_preset                        # doctest: +SKIP
+>>> from keras_bert_lab.presets.convert.keras_hub import (                  # doctest: +SKIP
+...     export_keras_hub, import_keras_hub)
 >>> export_keras_hub(resolve_preset("minilm_l6_en_uncased"), "minilm_keras_hub/")   # doctest: +SKIP
 >>> import keras_hub                                                                # doctest: +SKIP
 >>> keras_hub.models.BertBackbone.from_preset("minilm_keras_hub/")                  # doctest: +SKIP
@@ -72,7 +73,7 @@ def weight_table(config):
 
 
 def config_from_keras_hub(kh_config):
-    """Our BERT config (a dict of ``BertConfig`` fields) from a keras-hub ``BertBackbone`` config."""
+    """Our BERT config (a dict of ``BertConfig`` fields) from a keras-hub ``BertBackbone``'s."""
     try:
         return dict(
             vocab_size=kh_config["vocabulary_size"], hidden_size=kh_config["hidden_dim"],

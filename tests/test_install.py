@@ -1,0 +1,56 @@
+"""A regular (non-editable) install works away from the repository: the named presets ship inside
+the package, and `kbl` and the preset and data registries run from another directory.
+
+The package is installed with ``pip install --no-deps --target`` into a temporary folder (its
+dependencies are this environment's) and run from a different working directory, with the
+repository off ``sys.path``. Backend-independent, so it runs once, under TensorFlow.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                                reason="backend-independent packaging check: run once")
+
+CHECK = """
+import pathlib, sys
+import keras_bert_lab
+from keras_bert_lab import BertBackbone, BertClassifier
+from keras_bert_lab.data.registry import locate
+from keras_bert_lab.presets import list_presets, resolve_preset
+from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+assert pathlib.Path(keras_bert_lab.__file__).is_relative_to(sys.argv[1]), keras_bert_lab.__file__
+assert "minilm_l6_en_uncased" in list_presets()
+path = BertBackbone("tiny").save_to_preset(sys.argv[2], vocabulary=locate("bert_uncased_vocab"))
+model = BertClassifier.from_preset(path, labels=["neg", "pos"])
+print(model.predict_labels(BertTextPreprocessor.from_preset(path, 16)(["fine", "bad"]))["labels"])
+"""
+
+
+def test_a_regular_install_runs_from_another_directory(tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(target), str(ROOT)], check=True,
+                   capture_output=True, text=True)
+    named = list((target / "keras_bert_lab" / "presets" / "named").glob("*.json"))
+    assert [p.name for p in named] == ["minilm_l6_en_uncased.json"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(target), TF_CPP_MIN_LOG_LEVEL="3",
+               KBL_PRESET_HOME=str(tmp_path / "home"))
+    out = subprocess.run([sys.executable, "-c", CHECK, str(target), str(tmp_path / "tiny")],
+                         cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    labels = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 - our own printed list
+    assert len(labels) == 2 and set(labels) <= {"neg", "pos"}
+    listing = subprocess.run([sys.executable, "-m", "keras_bert_lab.cli", "preset", "list"],
+                             cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert listing.returncode == 0, listing.stderr[-3000:]
+    assert "minilm_l6_en_uncased" in listing.stdout
