@@ -1,5 +1,6 @@
 """A regular (non-editable) install works away from the repository: the named presets ship inside
-the package, and `kbl` and the preset and data registries run from another directory.
+the package, `kbl` and the preset and data registries run from another directory, and so do the
+README's Python examples (the quick start and the fine-tuning example), as written.
 
 The package is installed with ``pip install --no-deps --target`` into a temporary folder (its
 dependencies are this environment's) and run from a different working directory, with the
@@ -8,6 +9,7 @@ repository off ``sys.path``. Backend-independent, so it runs once, under TensorF
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -54,3 +56,11 @@ def test_a_regular_install_runs_from_another_directory(tmp_path):
                              cwd=elsewhere, env=env, capture_output=True, text=True)
     assert listing.returncode == 0, listing.stderr[-3000:]
     assert "minilm_l6_en_uncased" in listing.stdout
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert len(examples) >= 2
+    for number, code in enumerate(examples):
+        run = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env,
+                             capture_output=True, text=True)
+        assert run.returncode == 0, f"README example {number + 1}: {run.stderr[-3000:]}"
+    assert run.stdout  # the examples print what they show

@@ -37,7 +37,7 @@ from keras_bert_lab.models.bert_config import BertConfig
 from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw, lamb
-from keras_bert_lab.training.pretrain import LOG_COLUMNS, Phase, train_phases
+from keras_bert_lab.training.pretrain import Phase, train_phases
 from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
 from keras_bert_lab.training.schedules import WarmupLinearDecay
 

@@ -5,7 +5,7 @@ import pytest
 
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.data.squad import SquadExample, read_squad
-from keras_bert_lab.errors import ConfigError, DataError
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.preprocessing.span_qa import SpanQAPreprocessor, postprocess, prepare_features
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from tests.synthetic_squad import synthetic_squad
@@ -183,3 +183,18 @@ def test_null_threshold_for_squad_2(tokenizer):
     assert run(version_2=True, null_threshold=2.5) == "Ada Lovelace"
 
 
+def test_preprocessor_from_a_preset_windows_and_answers(tmp_path, tokenizer):
+    from keras_bert_lab import BertBackbone, BertConfig
+
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=30522, max_positions=32))
+    path = backbone.save_to_preset(tmp_path / "p", vocabulary=tokenizer.vocabulary)
+    qa = SpanQAPreprocessor.from_preset(path, sequence_length=16, doc_stride=4)
+    examples = [SquadExample("q1", "Who?", "It was made by Ada Lovelace in 1843.")]
+    features = qa(examples)
+    expected = prepare_features(examples, tokenizer, sequence_length=16, doc_stride=4)
+    np.testing.assert_array_equal(features.inputs["token_ids"], expected.inputs["token_ids"])
+    start, end = np.zeros((len(features), 16)), np.zeros((len(features), 16))
+    start[0, 8], end[0, 10] = 5.0, 5.0
+    logits = {"start_logits": start, "end_logits": end}
+    assert qa.answers(examples, features, logits) == postprocess(
+        examples, features, start, end)[0] == {"q1": "Ada Lovelace"}

@@ -1,8 +1,5 @@
 """Word tagging inputs: alignment against HF's word_ids, and tags back from predictions."""
 
-import random
-import warnings
-
 import numpy as np
 import pytest
 

@@ -4,7 +4,6 @@ import argparse
 import csv
 import json
 
-import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone

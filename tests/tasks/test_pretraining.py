@@ -1,8 +1,3 @@
-import json
-import os
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
@@ -12,7 +7,6 @@ from keras_bert_lab.training.optimizers import decayed_variables
 from tests.conftest import padded_pair_batch, to_numpy
 
 CONFIG = BertConfig.from_size("tiny", vocab_size=2000, max_positions=64)
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def pretraining_batch(batch_size=8, length=32, predictions=5, seed=0, vocab_size=2000):
