@@ -102,7 +102,7 @@ def run_classification(args):
 
     settings = common.settings_from_args(args)
     dataset = getattr(args, "dataset", None)
-    options = common.dataset_options(dataset) if dataset else {}
+    options = registry.source(dataset).options if dataset else {}
     regression = bool(getattr(args, "regression", False) or options.get("regression"))
     if regression and args.multi_label:
         raise ConfigError("--regression and --multi-label exclude each other.")

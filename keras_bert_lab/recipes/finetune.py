@@ -12,7 +12,6 @@ import pathlib
 
 import keras
 
-from keras_bert_lab.data import registry
 from keras_bert_lab.data.splits import split_indices
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.training.finetune import fit_best_epoch
@@ -148,11 +147,6 @@ def load_splits(args, read_file, read_dataset):
         how += f" ({' and '.join(held)} held out of train with seed {args.seed})"
     parts.setdefault("test", None)
     return parts, how
-
-
-def dataset_options(name):
-    """The registry's reading options of a data set (e.g. WNUT-16's column delimiter)."""
-    return dict(registry.source(name).options)
 
 
 def start(settings):

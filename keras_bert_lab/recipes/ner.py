@@ -73,8 +73,8 @@ def load_splits(args):
     columns = dict(token_column=args.token_column, tag_column=args.tag_column)
 
     def read_dataset(name):
-        options = {**common.dataset_options(name), **({"delimiter": delimiter} if delimiter
-                                                       else {})}
+        options = {**registry.source(name).options, **({"delimiter": delimiter} if delimiter
+                                                         else {})}
         return conll.read_conll(registry.locate(name), **columns, **options)
 
     return common.load_splits(

@@ -251,8 +251,9 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
         meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
         start_step = meta["step"] if meta else 0
         print(f"Resuming at step {start_step} of {settings.total_steps}.")
+    run_phases = phases(settings, tokenizer, train_corpus, eval_corpus)
     stopped = train_phases(
-        model, phases(settings, tokenizer, train_corpus, eval_corpus), output_dir,
+        model, run_phases, output_dir,
         start_step=start_step, checkpoint_every=settings.checkpoint_every,
         keep_checkpoints=settings.keep_checkpoints, eval_every=settings.eval_every,
         log_every=settings.log_every, accumulation=settings.accumulation, verbose=verbose,
@@ -261,7 +262,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
         raise TrainingError(stopped)
     metrics = {"steps": settings.total_steps, "seconds": round(time.time() - started, 1)}
     if eval_corpus is not None:
-        heldout = heldout_dataset(settings, tokenizer, eval_corpus)
+        heldout = run_phases[0].heldout  # the 128-token phase's fixed batches
         result = model.evaluate(heldout, return_dict=True, verbose=0)
         special = [tokenizer.token_to_id(t) for t in tokenizer.special_tokens.values() if t]
         baseline, best = unigram_baseline(train_corpus, heldout, special)
