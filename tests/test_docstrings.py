@@ -24,6 +24,10 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.preprocessing.tagging", "keras_bert_lab.pipelines.pretraining",
     "keras_bert_lab.pipelines.batches", "keras_bert_lab.metrics.classification",
     "keras_bert_lab.presets.format", "keras_bert_lab.presets.registry",
+    "keras_bert_lab.preprocessing.words", "keras_bert_lab.pipelines.word2vec",
+    "keras_bert_lab.models.word2vec", "keras_bert_lab.tasks.word_vector_classifier",
+    "keras_bert_lab.vectors", "keras_bert_lab.vectors.keyed", "keras_bert_lab.vectors.evaluate",
+    "keras_bert_lab.vectors.embedding", "keras_bert_lab.vectors.plots",
 }
 
 

@@ -32,9 +32,10 @@ Example:
 """
 
 import keras
+import numpy as np
 from keras import ops
 
-from keras_bert_lab.errors import ConfigError, InputError
+from keras_bert_lab.errors import ConfigError
 
 ARCHITECTURES = ("skipgram", "cbow")
 
@@ -104,9 +105,7 @@ class Word2Vec(keras.Model):
         return ops.convert_to_numpy(self.get_layer("input_vectors").embeddings)
 
     def noise_weights(self, batch_size):
-        """The ``y`` that :func:`negative_sampling_loss` expects: each noise score's weight."""
-        import numpy as np
-
+        """The ``y`` that :class:`NegativeSamplingLoss` expects: each noise score's weight."""
         columns = self.shared_pool or self.negatives
         weight = self.negatives / columns
         return np.full((batch_size, columns), weight, "float32")
@@ -146,18 +145,8 @@ class _Scores(keras.layers.Layer):
             pool = noise_vectors[: self.shared_pool, 0]          # (pool, dim)
             negative = ops.matmul(hidden, ops.transpose(pool))  # (batch, pool)
         else:
-            negative = ops.einsum("bd,bkd->bk", hidden, noise_vectors)
+            negative = ops.sum(hidden[:, None, :] * noise_vectors, axis=-1)
         return ops.concatenate([positive, negative], axis=-1)
 
     def get_config(self):
         return {**super().get_config(), "shared_pool": self.shared_pool}
-
-
-def check_ids(ids, vocabulary_size, name="ids"):
-    """``InputError`` if any id lies outside ``[0, vocabulary_size)``."""
-    import numpy as np
-
-    ids = np.asarray(ids)
-    if ids.size and (ids.min() < 0 or ids.max() >= vocabulary_size):
-        raise InputError(f"{name} must lie in [0, {vocabulary_size}); got values from "
-                         f"{ids.min()} to {ids.max()}.")

@@ -108,6 +108,19 @@ class WordVocabulary:
                 starts.append(len(ids))
         return np.asarray(ids, "int32"), np.asarray(starts, "int64")
 
+    def pad_ids(self, texts, sequence_length):
+        """``(len(texts), sequence_length)`` int32 ids for a classifier: word ``i`` → ``i + 2``,
+        ``1`` for a word outside the vocabulary, ``0`` for padding (longer texts are cut).
+
+        >>> WordVocabulary(["good", "film"], [5, 3]).pad_ids(["A good film"], 5).tolist()
+        [[1, 2, 3, 0, 0]]
+        """
+        ids = np.zeros((len(texts), sequence_length), "int32")
+        for row, text in enumerate(texts):
+            words = split_words(text, self.lowercase)[:sequence_length]
+            ids[row, :len(words)] = [self.index.get(w, -1) + 2 for w in words]
+        return ids
+
     def save(self, path):
         """One ``word<TAB>count`` line per word, most frequent first."""
         with open(path, "w", encoding="utf-8") as f:
@@ -119,7 +132,7 @@ def keep_probabilities(counts, sample=1e-5, formula="paper"):
     when ``sample`` is 0.
 
     >>> keep_probabilities([1000, 10], sample=1e-3).round(3).tolist()
-    [0.032, 1.0]
+    [0.032, 0.318]
     """
     if formula not in FORMULAS:
         raise ConfigError(f"subsampling formula {formula!r}; choose one of {FORMULAS}.")

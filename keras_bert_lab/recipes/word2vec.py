@@ -58,8 +58,8 @@ class Word2VecSettings:
     epochs: int = 5
     learning_rate: float | None = None  # None: 0.025 for skip-gram, 0.05 for CBOW
     min_learning_rate: float = 1e-4
-    batch_size: int = 4096
-    shared_pool: int = 0               # 0: each example its own noise words
+    batch_size: int = 2048
+    shared_pool: int = 16              # 0: each example its own noise words (word2vec.c)
     lowercase: bool = True
     seed: int = 0
 

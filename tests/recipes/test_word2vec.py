@@ -50,7 +50,8 @@ def test_run_writes_vectors_that_load_back_everywhere(corpus_file, tmp_path):
     rows = (out / "log.csv").read_text().splitlines()
     assert rows[0] == "epoch,loss" and len(rows) == 3
     assert float(rows[2].split(",")[1]) < float(rows[1].split(",")[1])
-    assert json.loads((out / "metrics.json").read_text())["corpus_words"] == 300 * 8   # "." is not a word
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["corpus_words"] == 300 * 8   # "." is not a word
     # The topics were learned: each word's nearest neighbour shares its topic.
     for words, _ in TOPICS:
         for word in words.split():
