@@ -111,8 +111,8 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
     Args:
         ids, starts: the encoded corpus. keep: per-word keep probabilities (all ones: no
         subsampling). noise: per-word noise probabilities. window: the widest window.
-        negatives: noise words per example. batch_size: examples per batch (the last, partial
-        batch of an epoch is dropped). architecture: ``"skipgram"`` or ``"cbow"``.
+        negatives: noise words per example. batch_size: examples per batch (repeated epochs run on
+        without a break; with ``repeat=False`` the last, partial batch is dropped). architecture: ``"skipgram"`` or ``"cbow"``.
         shared_pool: 0 for per-example noise words, else one pool of that many per batch.
         seed: the run's seed. repeat: one epoch after another (``first_epoch`` onwards), for
         ``fit(steps_per_epoch=…)``; ``False`` for exactly one epoch.

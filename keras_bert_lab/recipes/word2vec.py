@@ -25,7 +25,6 @@ batch against one shared pool of noise words (faster; see ``benchmarks/RESULTS.m
 costs).
 """
 
-import argparse
 import dataclasses
 import logging
 import math
@@ -111,7 +110,7 @@ class WordRate(keras.callbacks.Callback):
 
 
 def load_vocabulary_and_ids(settings):
-    """``(vocabulary, ids, starts, corpus_name)`` of the settings' corpus."""
+    """``(vocabulary, ids, starts)`` of the settings' corpus (see ``WordVocabulary.encode``)."""
     from keras_bert_lab.data.corpora import load_corpus
     from keras_bert_lab.preprocessing.words import WordVocabulary
 
@@ -132,7 +131,7 @@ def evaluate(vectors):
     metrics = {}
     try:
         analogies = evaluate_analogies(vectors)
-    except MissingPackageError as error:
+    except MissingPackageError as error:   # the data set's package is not installed
         logger.warning("Analogies not evaluated: %s", error)
     else:
         metrics.update(analogy_accuracy=analogies.accuracy,
@@ -143,9 +142,7 @@ def evaluate(vectors):
     for name in ("wordsim353", "simlex999"):
         try:
             pairs = evaluate_word_pairs(vectors, name)
-        except MissingPackageError as error:
-            logger.warning("%s not evaluated: %s", name, error)
-        except KblError as error:       # every pair out of vocabulary
+        except KblError as error:   # package missing, or every pair out of the vocabulary
             logger.warning("%s not evaluated: %s", name, error)
         else:
             metrics.update({f"{name}_spearman": pairs.spearman, f"{name}_pairs": pairs.pairs})
@@ -259,8 +256,3 @@ def main(args):
           ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                     for k, v in shown.items()))
 
-
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="kbl word2vec")
-    add_arguments(parser)
-    return parser.parse_args(argv)
