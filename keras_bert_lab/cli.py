@@ -262,14 +262,6 @@ def _vocab(args):
           f"with WordPieceTokenizer({args.output!r}{', lowercase=False' if args.cased else ''})")
 
 
-def _load_vectors(name):
-    from keras_bert_lab.vectors import load_glove, load_keras, read_text
-
-    if name == "glove":
-        return load_glove()
-    return load_keras(name) if str(name).endswith(".keras") else read_text(name)
-
-
 def _known(vectors, words):
     """The words the vectors hold; each missing one is reported (and skipped), not fatal."""
     missing = [w for w in words if w not in vectors]
@@ -282,10 +274,10 @@ def _known(vectors, words):
 def _vectors_command(args):
     from keras_bert_lab.errors import ConfigError
     from keras_bert_lab.vectors import (evaluate_analogies, evaluate_word_pairs,
-                                        format_word_pairs, plot_neighbourhood,
-                                        plot_vector_cells)
+                                        format_word_pairs, load_vectors,
+                                        plot_neighbourhood, plot_vector_cells)
 
-    vectors = _load_vectors(args.vectors)
+    vectors = load_vectors(args.vectors)
     if args.action == "nearest":
         for word in _known(vectors, args.words):
             pairs = vectors.nearest(word, k=args.k)

@@ -44,13 +44,6 @@ class ClassifySettings:
             raise ConfigError(f"encoder={self.encoder!r}; choose one of {ENCODERS}.")
 
 
-def load_vectors(name):
-    """``"glove"`` → GloVe 6B 50d; a path → a vectors file in the text format."""
-    from keras_bert_lab.vectors import load_glove, read_text
-
-    return load_glove() if name == "glove" else read_text(name)
-
-
 def run(settings, verbose=0):
     """Train and evaluate one classifier; returns accuracies, coverage and timing."""
     from keras_bert_lab.data.labelled import load_dataset
@@ -68,6 +61,8 @@ def run(settings, verbose=0):
         model = WordVectorClassifier(None, len(labels), settings.encoder, settings.trainable,
                                      vocabulary_size=len(vocabulary) + 2, dim=settings.dim)
     else:
+        from keras_bert_lab.vectors import load_vectors
+
         vectors = load_vectors(settings.vectors)
         layer, coverage = vectors.to_embedding(list(RESERVED) + vocabulary.words,
                                                seed=settings.seed, mask_zero=True)

@@ -16,10 +16,10 @@ from keras_bert_lab.vectors.evaluate import (AnalogyResult, Section, WordPairRes
                                              evaluate_analogies, evaluate_word_pairs,
                                              format_analogies, format_word_pairs)
 from keras_bert_lab.vectors.keyed import (UnknownWordError, WordVectors, load_glove, load_keras,
-                                          read_text)
+                                          load_vectors, read_text)
 from keras_bert_lab.vectors.plots import plot_neighbourhood, plot_vector_cells
 
 __all__ = ["AnalogyResult", "Coverage", "Section", "UnknownWordError", "WordPairResult",
            "WordVectors", "evaluate_analogies", "evaluate_word_pairs", "format_analogies",
-           "format_word_pairs", "load_glove", "load_keras", "plot_neighbourhood",
+           "format_word_pairs", "load_glove", "load_keras", "load_vectors", "plot_neighbourhood",
            "plot_vector_cells", "read_text"]

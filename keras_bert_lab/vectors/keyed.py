@@ -280,3 +280,11 @@ def load_glove(limit=None):
                         .install_command + ").")
     stop = matrix.shape[0] if limit is None else min(limit, matrix.shape[0])
     return WordVectors(column.slice(0, stop).to_pylist(), matrix[:stop])
+
+
+def load_vectors(name):
+    """Vectors by name: ``"glove"`` (GloVe 6B 50d), an ``embedding.keras`` file, or a file in
+    the text format."""
+    if name == "glove":
+        return load_glove()
+    return load_keras(name) if str(name).endswith(".keras") else read_text(name)
