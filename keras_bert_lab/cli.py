@@ -10,7 +10,7 @@ import sys
 import time
 
 from keras_bert_lab.errors import KblError
-from keras_bert_lab.recipes import classify, ner, pretrain, squad, word2vec
+from keras_bert_lab.recipes import classify, features, ner, pretrain, squad, word2vec
 
 
 def _models(args):
@@ -341,6 +341,7 @@ def build_parser():
     word2vec.add_arguments(p)
     p.set_defaults(func=word2vec.main)
     _add_vectors_command(sub)
+    features.register(sub)
     p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) on a corpus")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",
                    help="text files (one text per line, .gz read directly) and/or registry "

@@ -41,9 +41,11 @@ LAYERS = {
     "vectors": {"errors", "data"},
     "preprocessing": {"errors", "data", "presets"},
     "pipelines": {"errors", "data", "preprocessing"},
-    "recipes": {"errors", "data", "metrics", "models", "pipelines", "preprocessing", "presets",
-                "tasks", "training", "vectors"},
-    "cli": {"errors", "data", "models", "presets", "preprocessing", "recipes", "tasks", "vectors"},
+    "features": {"errors", "data", "models", "preprocessing", "presets", "vectors"},
+    "recipes": {"errors", "data", "features", "metrics", "models", "pipelines", "preprocessing",
+                "presets", "tasks", "training", "vectors"},
+    "cli": {"errors", "data", "features", "models", "presets", "preprocessing", "recipes", "tasks",
+            "vectors"},
     "__init__": {"models", "tasks", "version"},
 }
 BACKEND_FREE = ("layers", "models", "tasks", "training")

@@ -28,6 +28,8 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.models.word2vec", "keras_bert_lab.tasks.word_vector_classifier",
     "keras_bert_lab.vectors", "keras_bert_lab.vectors.keyed", "keras_bert_lab.vectors.evaluate",
     "keras_bert_lab.vectors.embedding", "keras_bert_lab.vectors.plots",
+    "keras_bert_lab.layers.scalar_mix", "keras_bert_lab.tasks.feature_tagger",
+    "keras_bert_lab.features", "keras_bert_lab.features.cache", "keras_bert_lab.features.extract",
 }
 
 

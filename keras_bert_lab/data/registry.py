@@ -130,6 +130,28 @@ SOURCES = {
         license="shipped in gensim's test data (LGPL-2.1 package)",
         description="SimLex-999: 999 word pairs with a mean human similarity score (0-10), "
                     "tab-separated, '#' comment lines."),
+    # ---- reference weights of the lineage, in their original release formats ----
+    "elmo_fixture": Source(
+        kind="model", module="allennlp", distribution="allennlp", version="0.9.0",
+        folder="tests/fixtures/elmo",
+        parts={"options": "options.json", "weights": "lm_weights.hdf5",
+               "sentences": "sentences.json", "vocab": "vocab_test.txt",
+               "embeddings_0": "lm_embeddings_0.hdf5", "embeddings_1": "lm_embeddings_1.hdf5",
+               "embeddings_2": "lm_embeddings_2.hdf5"},
+        default_part="weights", license="Apache-2.0 (allennlp test fixtures)",
+        description="A small ELMo biLM in the original release layout (options.json + "
+                    "lm_weights.hdf5: char-CNN, 2 highway layers, 2 LSTM layers of 64 cells "
+                    "projected to 16) with sentences and the layer activations the original "
+                    "implementation computed for them (lm_embeddings_*.hdf5)."),
+    "openai_gpt_fixture": Source(
+        kind="model", module="allennlp", distribution="allennlp", version="0.9.0",
+        folder="tests/fixtures/openai_transformer",
+        parts={"archive": "transformer_small.tar.gz", "text": "text.txt",
+               "indexed_text": "indexed_text.json", "embeddings": "expected_embeddings.hdf5"},
+        default_part="archive", license="Apache-2.0 (allennlp test fixtures)",
+        description="A small GPT-1 checkpoint in the layout OpenAI released (model/"
+                    "params_shapes.json, params_{0,1}.npy, encoder_bpe.json, vocab.bpe inside "
+                    "the tar.gz) with a text and its expected embeddings."),
     # ---- labelled data for fine-tuning ----
     "rotten_tomatoes": Source(
         kind="labelled", options={"format": "sentiment_scores", "split": (0.8, 0.1, 0.1),

@@ -32,7 +32,9 @@ class AlignedTags:
     ``labels`` (N, L) int32 label ids (0 where unlabelled); ``sample_weight`` (N, L) float32,
     1 on labelled pieces; ``word_index`` (N, L) int32, the input word a first piece starts, -1
     elsewhere; ``num_words`` (N,) words per sentence; ``truncated_words`` how many words did not
-    fit; ``empty_words`` how many words gave no piece at all.
+    fit; ``empty_words`` how many words gave no piece at all; ``word_pieces`` (N, L) int32, at a
+    first piece the number of the word's pieces in the sequence (0 elsewhere), so that a word's
+    vector can be the mean of its pieces (feature extraction).
     """
 
     features: dict
@@ -42,6 +44,7 @@ class AlignedTags:
     num_words: np.ndarray
     truncated_words: int
     empty_words: int
+    word_pieces: np.ndarray = None
 
 
 def align(sentences, tokenizer, labels, sequence_length=128, label_all_pieces=False):
@@ -108,17 +111,20 @@ def align(sentences, tokenizer, labels, sequence_length=128, label_all_pieces=Fa
     label_ids = np.zeros((n, length), "int32")
     weights = np.zeros((n, length), "float32")
     word_index = np.full((n, length), -1, "int32")
+    piece_counts = np.zeros((n, length), "int32")
     for r, (sentence, first) in enumerate(zip(sentences, starts)):
         for w, position, count in first:
             tag = sentence.tags[w]
             label_ids[r, position], weights[r, position] = index[tag], 1.0
             word_index[r, position] = w
             end = min(position + count, length - 1)   # continuation pieces that fit
+            piece_counts[r, position] = end - position
             if label_all_pieces and end > position + 1:
                 label_ids[r, position + 1:end] = index[continuation[tag]]
                 weights[r, position + 1:end] = 1.0
     num_words = np.array([len(s.words) for s in sentences], "int32")
-    return AlignedTags(features, label_ids, weights, word_index, num_words, truncated, empty)
+    return AlignedTags(features, label_ids, weights, word_index, num_words, truncated, empty,
+                       piece_counts)
 
 
 def _tokenize_words(tokenizer, words, chunk=4096):
