@@ -228,10 +228,21 @@ def _add_preset_commands(sub):
 
 
 def _vocab(args):
-    """Train a WordPiece vocabulary on text files and/or registry corpora; write vocab.txt."""
+    """Train a WordPiece vocabulary (vocab.txt) or, with --bpe, GPT-1 byte-pair merges (a
+    directory with vocab.txt + merges.txt) on text files and/or registry corpora."""
     from keras_bert_lab.data import registry
-    from keras_bert_lab.errors import DataError
+    from keras_bert_lab.errors import ConfigError, DataError
     from keras_bert_lab.preprocessing.wordpiece_trainer import read_lines, train_vocabulary
+
+    if args.bpe and (args.unused or args.limit_alphabet):
+        raise ConfigError("--unused and --limit-alphabet are WordPiece options; leave them out "
+                          "with --bpe.")
+    if not args.bpe and args.merges is not None:
+        raise ConfigError("--merges counts byte-pair merges; add --bpe, or use "
+                          "--vocabulary-size for WordPiece.")
+    if args.bpe and os.path.isfile(args.output):
+        raise ConfigError(f"--output {args.output} is a file; with --bpe it is the directory "
+                          "that gets vocab.txt and merges.txt.")
 
     sources = []
     for item in args.corpus:  # check every source before the (minutes-long) training starts
@@ -254,7 +265,19 @@ def _vocab(args):
                 yield from (line for line in registry.load(name, part) if line.strip())
 
     start = time.time()
-    vocab = train_vocabulary(texts(), args.vocabulary_size, lowercase=not args.cased,
+    if args.bpe:
+        from keras_bert_lab.preprocessing.bpe_trainer import train_bpe
+
+        merges = args.merges if args.merges or args.vocabulary_size else 40000
+        tokenizer = train_bpe(texts(), vocabulary_size=args.vocabulary_size, num_merges=merges,
+                              min_frequency=args.min_frequency, lowercase=not args.cased,
+                              progress=not args.quiet)
+        tokenizer.save(args.output)
+        print(f"wrote {tokenizer.vocabulary_size:,} tokens and {len(tokenizer.merges):,} merges "
+              f"to {args.output}/ (vocab.txt, merges.txt) ({time.time() - start:.0f}s); use it "
+              f"with BytePairTokenizer.from_directory({args.output!r})")
+        return
+    vocab = train_vocabulary(texts(), args.vocabulary_size or 30522, lowercase=not args.cased,
                              unused_tokens=args.unused, min_frequency=args.min_frequency,
                              limit_alphabet=args.limit_alphabet, progress=not args.quiet,
                              output=args.output)
@@ -342,13 +365,20 @@ def build_parser():
     p.set_defaults(func=word2vec.main)
     _add_vectors_command(sub)
     features.register(sub)
-    p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) on a corpus")
+    p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) or, with --bpe, "
+                                     "GPT-1 byte-pair merges on a corpus")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",
                    help="text files (one text per line, .gz read directly) and/or registry "
                         "corpora, e.g. wikitext2:train")
-    p.add_argument("--vocabulary-size", type=int, default=30522,
-                   help="tokens in all (default 30522)")
-    p.add_argument("--output", required=True, help="where to write vocab.txt")
+    p.add_argument("--vocabulary-size", type=int, default=None,
+                   help="tokens in all (WordPiece default 30522)")
+    p.add_argument("--output", required=True,
+                   help="where to write vocab.txt (with --bpe: a directory)")
+    p.add_argument("--bpe", action="store_true",
+                   help="learn GPT-1 byte-pair merges (</w> word ends) instead of WordPiece")
+    p.add_argument("--merges", type=int, default=None,
+                   help="--bpe: merges to learn (GPT-1: 40000, the default without "
+                        "--vocabulary-size)")
     p.add_argument("--cased", action="store_true", help="keep case and accents")
     p.add_argument("--unused", type=int, default=0, metavar="N",
                    help="[unused0..N-1] slots after the special tokens (default 0)")

@@ -86,3 +86,20 @@ def test_kbl_prints_one_line_and_exits_2(files, capsys):
     assert main(commands(files, "--epochs", "0")["classify"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kbl: error: --epochs=0 is out of range") and "Traceback" not in err
+
+
+def test_vocab_bpe_writes_a_tokenizer_directory_and_rejects_wordpiece_flags(files, capsys):
+    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+
+    out = files / "bpe"
+    assert main(["vocab", "--bpe", "--corpus", str(files / "corpus.txt"), "--merges", "5",
+                 "--min-frequency", "1", "--quiet", "--output", str(out)]) == 0
+    tokenizer = BytePairTokenizer.from_directory(out)
+    assert len(tokenizer.merges) == 5
+    assert tokenizer.decode(tokenizer.encode("Another one.")) == "another one ."
+    assert main(["vocab", "--bpe", "--unused", "3", "--corpus", str(files / "corpus.txt"),
+                 "--output", str(out)]) == 2
+    assert "WordPiece options" in capsys.readouterr().err
+    assert main(["vocab", "--merges", "3", "--corpus", str(files / "corpus.txt"),
+                 "--output", str(out)]) == 2
+    assert "add --bpe" in capsys.readouterr().err

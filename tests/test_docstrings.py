@@ -30,7 +30,8 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.vectors.embedding", "keras_bert_lab.vectors.plots",
     "keras_bert_lab.layers.scalar_mix", "keras_bert_lab.tasks.feature_tagger",
     "keras_bert_lab.features", "keras_bert_lab.features.cache", "keras_bert_lab.features.extract",
-    "keras_bert_lab.metrics.ngram",
+    "keras_bert_lab.metrics.ngram", "keras_bert_lab.preprocessing.bpe",
+    "keras_bert_lab.preprocessing.bpe_trainer", "keras_bert_lab.recipes.word_sense",
 }
 
 

