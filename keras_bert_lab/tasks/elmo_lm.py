@@ -1,0 +1,122 @@
+"""``ElmoLanguageModel``: the biLM with its softmax, trained as two language models at once.
+
+Peters et al. (2018, §3.1) train the forward LM to predict token ``t + 1`` from the tokens up to
+``t`` and the backward LM to predict token ``t − 1`` from the tokens from ``t`` on, jointly
+maximising both log likelihoods; the two directions have their own LSTMs but share the token
+encoder and the softmax. Here the top forward and backward outputs (B, T, P) go through one
+``Dense(V)`` softmax layer; the loss is the mean of the two directions' cross-entropies, each
+averaged over the real target positions (:func:`language_model_targets`).
+
+The softmax is full (every word scored at every position). bilm-tf trained its 793k-word model
+with a *sampled* softmax (8192 noise words per batch); for vocabularies that large a sampled
+softmax is the follow-up this task still lacks.
+
+Shapes: ``B`` batch, ``T`` tokens, ``V`` words, ``P`` projection.
+
+Example:
+>>> import numpy as np
+>>> from keras_bert_lab.models.elmo_config import ElmoConfig
+>>> model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=20, num_layers=1)))
+>>> token_ids = np.array([[1, 5, 6, 7, 2], [1, 8, 2, 0, 0]])   # <S> … </S>, then padding
+>>> padding_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+>>> y, weights = language_model_targets(token_ids, padding_mask)
+>>> y["forward"][1].tolist(), weights["backward"][1].astype(int).tolist()
+([8, 2, 0, 0, 0], [0, 1, 1, 0, 0])
+>>> x = np.where(padding_mask[..., None] > 0, 261, 0).astype("int32") * np.ones((1, 1, 50), "int32")
+>>> model.compile()
+>>> history = model.fit(x, y, sample_weight=weights, verbose=0)
+>>> sorted(history.history)
+['backward_loss', 'forward_loss', 'loss']
+"""
+
+import keras
+import numpy as np
+
+from keras_bert_lab.errors import ConfigError, InputError
+from keras_bert_lab.layers.common import dropout
+from keras_bert_lab.models.elmo import INPUT_NAME, ElmoBiLM
+from keras_bert_lab.tasks.base import Task
+
+DIRECTIONS = ("forward", "backward")
+
+
+def language_model_targets(token_ids, padding_mask=None):
+    """``(y, sample_weight)`` for :class:`ElmoLanguageModel` from word ids (NumPy).
+
+    ``token_ids`` (B, T): the word ids of the same tokens the character ids spell (``<S>`` and
+    ``</S>`` included when added); ``padding_mask`` (B, T), 1 for real tokens (a prefix of each
+    row), default all ones. Forward targets are the next token's id, backward targets the
+    previous token's; a position without one (the last / first real token, padding) has weight 0.
+    """
+    token_ids = np.asarray(token_ids)
+    mask = np.ones(token_ids.shape, "float32") if padding_mask is None \
+        else np.asarray(padding_mask, "float32")
+    if token_ids.ndim != 2 or mask.shape != token_ids.shape:
+        raise InputError(f"token_ids must be (batch, tokens) and padding_mask the same shape, "
+                         f"got {token_ids.shape} and {mask.shape}.")
+    forward, backward = np.zeros_like(token_ids), np.zeros_like(token_ids)
+    forward_weight, backward_weight = np.zeros_like(mask), np.zeros_like(mask)
+    forward[:, :-1], forward_weight[:, :-1] = token_ids[:, 1:], mask[:, 1:]
+    backward[:, 1:], backward_weight[:, 1:] = token_ids[:, :-1], mask[:, 1:]
+    return ({"forward": forward, "backward": backward},
+            {"forward": forward_weight, "backward": backward_weight})
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class ElmoLanguageModel(Task):
+    """Forward and backward LM heads with a shared softmax over an ``ElmoBiLM``.
+
+    Input: ``character_ids`` (B, T, C). Outputs: ``{"forward": (B, T, V), "backward": (B, T, V)}``
+    float32 logits — position ``t`` scores token ``t + 1`` (forward) and ``t − 1`` (backward).
+    Train with ``fit(x, y, sample_weight=...)`` from :func:`language_model_targets`.
+
+    Args:
+        backbone: an ``ElmoBiLM`` whose config has ``vocab_size > 0`` (the softmax's ``V``).
+    """
+
+    backbone_class = ElmoBiLM
+
+    def __init__(self, backbone, **kwargs):
+        config = backbone.config
+        if not config.vocab_size:
+            raise ConfigError("ElmoLanguageModel needs a word vocabulary: build the ElmoBiLM with "
+                              "ElmoConfig(vocab_size=<number of words>) (or a preset that has "
+                              "one).")
+        softmax = keras.layers.Dense(config.vocab_size, dtype=backbone.dtype_policy,
+                                     name="softmax")
+        drop = dropout(config.dropout, backbone.dtype_policy, "softmax_input_dropout") \
+            if config.dropout else None
+        inputs = {INPUT_NAME: keras.Input((None, config.max_characters), dtype="int32",
+                                          name=INPUT_NAME)}
+        outputs = backbone(inputs)
+        logits = {}
+        for direction in DIRECTIONS:
+            top = outputs[direction][-1]                                    # (B, T, P)
+            top = drop(top) if drop is not None else top
+            logits[direction] = keras.ops.cast(softmax(top), "float32")     # (B, T, V)
+        super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
+        self.softmax, self.softmax_dropout = softmax, drop
+
+    def call(self, inputs, training=None, mask=None):
+        if not isinstance(inputs, dict):
+            inputs = {INPUT_NAME: inputs}
+        return super().call(inputs, training=training, mask=mask)
+
+    def compile(self, optimizer="auto", loss="auto", loss_weights="auto", **kwargs):
+        """Defaults as bilm-tf: Adagrad (learning rate 0.2, accumulators start at 1, gradients
+        clipped to global norm 10); each direction's cross-entropy averaged over its weighted
+        positions, the two averaged. On TensorFlow, no XLA (``jit_compile=False``)."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adagrad(learning_rate=0.2, initial_accumulator_value=1.0,
+                                                 global_clipnorm=10.0)
+        if loss == "auto":
+            loss = {d: keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="mean_with_sample_weight", name=f"{d}_loss")
+                for d in DIRECTIONS}
+        if loss_weights == "auto":
+            loss_weights = {d: 0.5 for d in DIRECTIONS}
+        if keras.backend.backend() == "tensorflow":
+            # XLA cannot compile the gradient of Keras' TensorFlow scan (its TensorArray
+            # accumulators); "auto" would pick XLA on a GPU.
+            kwargs.setdefault("jit_compile", False)
+        super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, **kwargs)
