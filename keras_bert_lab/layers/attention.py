@@ -1,7 +1,7 @@
-"""Multi-head self-attention with a padding mask.
+"""Multi-head self-attention with a padding mask, optionally causal and with a key/value cache.
 
-Shapes: ``B`` batch, ``T`` query tokens, ``S`` key tokens (= T here), ``H`` hidden, ``N`` heads,
-``D`` head size (H = N·D).
+Shapes: ``B`` batch, ``T`` query tokens, ``S`` key tokens (= T, or the cache length), ``H``
+hidden, ``N`` heads, ``D`` head size (H = N·D).
 """
 
 import math
@@ -24,9 +24,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     backend's fused kernel; with dropout in training they are computed explicitly, softmax in
     float32, so that the probabilities can be dropped as in the original BERT.
 
+    ``causal=True`` makes it the masked self-attention of a decoder (GPT): token ``t`` attends to
+    tokens ``≤ t`` only. A decoder generating text passes ``cache`` (B, 2, S, N, D), the keys and
+    values of earlier steps, and ``cache_index``, the position of ``x``'s first token: the new
+    keys and values are written there, the queries attend to cache positions up to their own, and
+    the call returns ``(output, updated cache)``.
+
     Args:
         num_heads: ``N``. dropout: rate on the attention probabilities in training.
         initializer_range: truncated-normal stddev of the kernels.
+        causal: mask out attention to later tokens.
 
     Example:
     >>> import numpy as np
@@ -36,11 +43,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     (1, 4, 8)
     """
 
-    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, causal=False, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.causal = causal
         self.dropout_layer = make_dropout(dropout, self.dtype_policy, "dropout")
 
     def build(self, x_shape, padding_mask_shape=None):
@@ -59,17 +67,28 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             dtype=self.dtype_policy, name="output")
         self.output_dense.build((*x_shape[:-1], self.num_heads, self.head_size))
 
-    def call(self, x, padding_mask=None, training=None):
+    def call(self, x, padding_mask=None, training=None, cache=None, cache_index=None):
         qkv = self.qkv(x)  # (B, T, 3, N, D)
         q, k, v = ops.unstack(qkv, 3, axis=2)  # (B, T, N, D) each
         mask = None
         if padding_mask is not None:
             mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, S)
-        if training and self.dropout > 0:
+        explicit = bool(training and self.dropout > 0)
+        if cache is not None:  # write this step's keys and values, attend over the whole cache
+            start = ops.cast(cache_index, "int32")
+            cache = ops.slice_update(cache, (0, 0, start, 0, 0), ops.stack((k, v), axis=1))
+            k, v = ops.unstack(cache, 2, axis=1)  # (B, S, N, D) each
+            mask = _and(mask, causal_mask(ops.shape(q)[1], ops.shape(k)[1], start))
+        elif self.causal and explicit:
+            mask = _and(mask, causal_mask(ops.shape(q)[1], ops.shape(k)[1]))
+        is_causal = self.causal and cache is None and not explicit
+        if explicit:
             context = self._explicit_attention(q, k, v, mask, training)
         else:
-            context = ops.dot_product_attention(q, k, v, mask=mask)  # (B, T, N, D)
-        return self.output_dense(context)  # (B, T, H)
+            context = ops.dot_product_attention(q, k, v, mask=mask,
+                                                is_causal=is_causal)  # (B, T, N, D)
+        output = self.output_dense(context)  # (B, T, H)
+        return output if cache is None else (output, cache)
 
     def _explicit_attention(self, q, k, v, mask, training):
         scores = ops.einsum("btnd,bsnd->bnts", q, k)  # (B, N, T, S)
@@ -86,5 +105,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(num_heads=self.num_heads, dropout=self.dropout,
-                      initializer_range=self.initializer_range)
+                      initializer_range=self.initializer_range, causal=self.causal)
         return config
+
+
+def causal_mask(query_length, key_length, offset=0):
+    """``(1, 1, T, S)`` bool: query ``t`` (at position ``offset + t``) sees keys ``s ≤ offset + t``."""
+    queries = ops.arange(query_length, dtype="int32")[:, None] + ops.cast(offset, "int32")
+    keys = ops.arange(key_length, dtype="int32")[None, :]
+    return ops.less_equal(keys, queries)[None, None]
+
+
+def _and(mask, other):
+    return other if mask is None else ops.logical_and(mask, other)

@@ -1,6 +1,6 @@
 """The preset directory format: a model's config, weights, vocabulary and provenance, on disk.
 
-A preset directory holds four files:
+A preset directory holds four files (five for a byte-pair-encoding model):
 
 ``config.json``
     ``{"format": "keras_bert_lab.preset", "format_version": 1, "backbone_class": "BertBackbone",
@@ -16,6 +16,9 @@ A preset directory holds four files:
     model.
 ``vocab.txt``
     The vocabulary, one token per line (id = line number).
+``merges.txt`` (optional; BPE models such as GPT only)
+    The byte-pair merges in rank order, one ``left right`` pair per line (no header), which the
+    BPE tokenizer applies to rebuild the tokens of ``vocab.txt``. Absent for WordPiece models.
 ``metadata.json``
     Where the weights came from (``source``), their ``license``, ``parameter_count``, the versions
     that wrote them and ``files``: the sha256 and size of each other file, checked on load so a
@@ -60,6 +63,7 @@ FORMAT = "keras_bert_lab.preset"
 FORMAT_VERSION = 1
 CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, METADATA_FILE = (
     "config.json", "model.weights.h5", "vocab.txt", "metadata.json")
+MERGES_FILE = "merges.txt"  # optional: BPE merges
 REQUIRED_FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, METADATA_FILE)
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -74,6 +78,7 @@ class PresetInfo:
     license: str
     sentence_embedding: dict | None = None
     preprocessor: dict | None = None
+    merges: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +104,20 @@ class Preset:
         return self.directory / VOCAB_FILE
 
     def vocabulary(self):
+        # A model without a word vocabulary (an ELMo biLM without its softmax) has an empty one.
+        if self.config.get("vocab_size") == 0 and self.vocabulary_path.stat().st_size == 0:
+            return []
         return read_vocabulary(self.vocabulary_path)
+
+    @property
+    def merges_path(self):
+        """``merges.txt`` of a BPE preset, ``None`` when the preset has none (WordPiece)."""
+        path = self.directory / MERGES_FILE
+        return path if path.is_file() else None
+
+    def merges(self):
+        """The BPE merges as ``"left right"`` strings in rank order, or ``None``."""
+        return None if self.merges_path is None else read_merges(self.merges_path)
 
     def weights(self):
         """``{name: np.ndarray}`` of every stored tensor."""
@@ -109,7 +127,8 @@ class Preset:
         return PresetInfo(tuple(self.vocabulary()), dict(self.tokenizer),
                           self.metadata.get("source", "unknown"),
                           self.metadata.get("license", "unspecified"), self.sentence_embedding,
-                          self.preprocessor)
+                          self.preprocessor, None if self.merges_path is None
+                          else tuple(self.merges()))
 
 
 # ---- files -----------------------------------------------------------------------------------
@@ -157,6 +176,28 @@ def read_json(path, what="preset"):
         raise PresetError(f"{path} is not valid JSON ({error}); the {what} is corrupt.") from None
 
 
+def check_merges(merges, source="merges"):
+    """``merges`` (``"left right"`` strings or pairs) as strings, or ``PresetError``."""
+    out = []
+    for i, merge in enumerate(merges):
+        pair = merge.split(" ") if isinstance(merge, str) else list(merge)
+        if len(pair) != 2 or not all(isinstance(p, str) and p and not any(c in p for c in " \r\n")
+                                     for p in pair):
+            raise PresetError(f"{source}: merge {i} is {merge!r}; each merge is two non-empty "
+                              "symbols without whitespace, 'left right'.")
+        out.append(" ".join(pair))
+    return out
+
+
+def read_merges(path):
+    """A ``merges.txt`` as ``"left right"`` strings (a ``#version`` header line is skipped)."""
+    lines = pathlib.Path(path).read_text(encoding="utf-8").split("\n")
+    lines = [line.rstrip("\r") for line in lines if line.strip()]
+    if lines and lines[0].startswith("#version"):
+        lines = lines[1:]
+    return check_merges(lines, source=str(path))
+
+
 def _count_lines(path):
     with open(path, "rb") as f:
         data = f.read()
@@ -166,7 +207,8 @@ def _count_lines(path):
 # ---- write -----------------------------------------------------------------------------------
 def write_preset(directory, *, backbone_class, config, weights, vocabulary, tokenizer=None,
                  task=None, preprocessor=None, sentence_embedding=None, source=None, license=None,
-                 parameter_count=None, backbone_parameter_count=None, overwrite=False):
+                 parameter_count=None, backbone_parameter_count=None, overwrite=False,
+                 merges=None):
     """Write a preset directory from plain data (what the converters and :func:`save_preset` call).
 
     Args:
@@ -183,12 +225,17 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
         source, license: provenance recorded in ``metadata.json``.
         parameter_count, backbone_parameter_count: default: counted from ``weights``.
         overwrite: replace an existing directory.
+        merges: BPE merges for ``merges.txt``: ``"left right"`` strings or pairs in rank order, a
+            merges file or a tokenizer with ``merges``; ``None`` (WordPiece) writes no such file.
 
     Returns the directory as a ``pathlib.Path``.
     """
     import keras
 
     tokens = list(vocabulary)
+    if isinstance(merges, (str, os.PathLike)):
+        merges = read_merges(merges)
+    merges = None if merges is None else check_merges(getattr(merges, "merges", merges))
     if "vocab_size" in config:
         check_vocabulary_size(tokens, config["vocab_size"], where="vocabulary")
     tokenizer = dict(tokenizer or {})
@@ -215,9 +262,12 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
         (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
         write_vocabulary(tmp / VOCAB_FILE, tokens)
         write_weights(tmp / WEIGHTS_FILE, weights)
+        files = (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE)
+        if merges is not None:
+            (tmp / MERGES_FILE).write_text("".join(m + "\n" for m in merges), encoding="utf-8")
+            files += (MERGES_FILE,)
         metadata["files"] = {name: {"sha256": sha256(tmp / name),
-                                    "bytes": (tmp / name).stat().st_size}
-                             for name in (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE)}
+                                    "bytes": (tmp / name).stat().st_size} for name in files}
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     return pathlib.Path(directory).expanduser().absolute()
 
@@ -236,7 +286,7 @@ def task_entry(model):
 
 
 def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, license=None,
-                sentence_embedding=None, preprocessor=None, overwrite=False):
+                sentence_embedding=None, preprocessor=None, overwrite=False, merges=None):
     """Save ``model`` (a backbone, or a task holding one as ``backbone``) as a preset directory.
 
     Args:
@@ -251,6 +301,8 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
         sentence_embedding: optional pooling recipe, e.g. ``{"pooling": "mean", "normalize": True}``.
         preprocessor: optional preprocessing defaults, e.g. ``{"sequence_length": 128}``.
         overwrite: replace an existing directory.
+        merges: BPE merges for ``merges.txt`` (a BPE model such as GPT); default: the loaded
+            preset's.
 
     Values not given are carried over from the preset the model was loaded from.
     """
@@ -271,12 +323,13 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
         preprocessor = preprocessor or info.preprocessor
         source = source or info.source
         license = license or info.license
+        merges = info.merges if merges is None else merges
     return write_preset(
         directory, backbone_class=type(backbone).__name__, config=backbone.config.to_dict(),
         weights=model_weights(model), vocabulary=tokens, tokenizer=tokenizer,
         task=task_entry(model), preprocessor=preprocessor, sentence_embedding=sentence_embedding,
         source=source, license=license, parameter_count=model.count_params(),
-        backbone_parameter_count=backbone.count_params(), overwrite=overwrite)
+        backbone_parameter_count=backbone.count_params(), overwrite=overwrite, merges=merges)
 
 
 @contextlib.contextmanager

@@ -9,5 +9,8 @@ format, so that import and export cannot drift apart:
   sentence-transformers pooling recipe), both ways;
 - :mod:`~.google` — google-research/bert's TF1 checkpoints, in;
 - :mod:`~.keras_hub` — keras-hub ``BertBackbone`` presets, both ways;
+- :mod:`~.openai_gpt` — GPT-1: Hugging Face ``OpenAIGPT*`` state dicts and directories, both
+  ways, and OpenAI's original release (``params_shapes.json`` + ``params_*.npy``), in;
+- :mod:`~.elmo` — the original ELMo biLM (``options.json`` + ``lm_weights.hdf5``), both ways;
 - :mod:`~.tensor_files` — safetensors and PyTorch ``.bin`` files, read and written with checks.
 """

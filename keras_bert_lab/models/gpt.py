@@ -1,0 +1,156 @@
+"""``GPTBackbone``: the GPT-1 decoder as a functional Keras model.
+
+Shapes: ``B`` batch, ``T`` tokens, ``S`` cache length, ``H`` hidden, ``L`` layers, ``N`` heads,
+``D`` head size.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert_lab.errors import InputError
+from keras_bert_lab.layers.decoder import TokenAndPositionEmbedding, TransformerDecoderBlock
+from keras_bert_lab.models.backbone import Backbone
+from keras_bert_lab.models.bert import _concrete
+from keras_bert_lab.models.gpt_config import GPTConfig
+
+INPUT_NAMES = ("token_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class GPTBackbone(Backbone):
+    """The GPT-1 decoder (Radford et al. 2018): token + position embedding and ``L`` blocks.
+
+    Inputs (a dict): ``token_ids`` (B, T) int and ``padding_mask`` (B, T), 1 for real tokens and
+    0 for padding, which goes at the *right* end of each row. Outputs (a dict):
+    ``sequence_output`` (B, T, H), the last block's output (GPT-1 has no final LayerNorm: each
+    post-LN block already ends with one); ``hidden_states``, ``L + 1`` tensors (B, T, H): the
+    embedding output, then each block's — the same keys as ``BertBackbone`` minus the pooler.
+
+    Every token attends to itself and the tokens before it, so with right padding the real
+    positions never see a pad and their outputs do not depend on the padding; the mask only keeps
+    padded positions from attending to one another. A classification head (GPT-1's fine-tuning,
+    §3.2) reads the hidden state of the last real token (the ``_classify_`` / extract token) from
+    ``sequence_output``.
+
+    For generation, :meth:`call_with_cache` runs the same layers on a slice of tokens with a
+    key/value cache per block; :meth:`empty_cache` makes one.
+
+    Inputs are checked before any computation in eager calls, as ``BertBackbone`` does: names,
+    integer dtypes, equal shapes, ``T ≤ max_positions`` and the id range.
+
+    Args:
+        config: a ``GPTConfig``, a dict of its fields, or a size name (``"tiny"`` … ``"base"``).
+        dtype: optional dtype policy (e.g. ``"mixed_bfloat16"``); the global policy otherwise.
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = GPTBackbone("tiny")
+    >>> outputs = backbone({"token_ids": np.array([[31, 7, 2, 0]]),
+    ...                     "padding_mask": np.array([[1, 1, 1, 0]])})
+    >>> tuple(outputs["sequence_output"].shape), len(outputs["hidden_states"])
+    ((1, 4, 128), 3)
+    """
+
+    config_class = GPTConfig
+
+    def __init__(self, config="base", dtype=None, **kwargs):
+        config = GPTConfig.coerce(config)
+        embeddings = TokenAndPositionEmbedding(
+            config.vocab_size, config.hidden_size, config.max_positions,
+            dropout=config.embedding_dropout, initializer_range=config.initializer_range,
+            dtype=dtype, name="embeddings")
+        decoder_layers = [
+            TransformerDecoderBlock(
+                config.num_heads, config.intermediate_size, dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                initializer_range=config.initializer_range, activation=config.activation,
+                dtype=dtype, name=f"decoder_layer_{i}")
+            for i in range(config.num_layers)
+        ]
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        x = embeddings(inputs["token_ids"])  # (B, T, H)
+        hidden_states = [x]
+        for block in decoder_layers:
+            x = block(x, padding_mask=inputs["padding_mask"])
+            hidden_states.append(x)
+        super().__init__(config, inputs=inputs,
+                         outputs={"sequence_output": x, "hidden_states": hidden_states},
+                         dtype=dtype, **kwargs)
+        # Layers are attributes only after Model.__init__ (the torch backend requires it).
+        self.embeddings, self.decoder_layers = embeddings, decoder_layers
+
+    @property
+    def token_embedding(self):
+        """The ``(V, H)`` token-embedding layer (tied to the language-model head)."""
+        return self.embeddings.token_embedding
+
+    def empty_cache(self, batch_size, length):
+        """A zero key/value cache: a tuple of ``L`` tensors (B, 2, S, N, D), one per block."""
+        c = self.config
+        shape = (batch_size, 2, length, c.num_heads, c.head_size)
+        return tuple(ops.zeros(shape, self.compute_dtype) for _ in range(c.num_layers))
+
+    def call_with_cache(self, token_ids, cache, cache_index):
+        """Run ``token_ids`` (B, T), the tokens at positions ``cache_index … cache_index+T-1``.
+
+        Each block writes their keys and values into its cache at ``cache_index`` and attends
+        over the cache up to each token's position. Returns ``(sequence_output (B, T, H),
+        updated cache)``. No input validation (inner loop of generation); inference only.
+        """
+        x = self.embeddings(token_ids, start_index=cache_index, training=False)
+        updated = []
+        for block, block_cache in zip(self.decoder_layers, cache):
+            x, block_cache = block(x, training=False, cache=block_cache, cache_index=cache_index)
+            updated.append(block_cache)
+        return x, tuple(updated)
+
+    def __call__(self, inputs, *args, **kwargs):
+        self.validate_inputs(inputs)  # before Keras' own input checks, for clearer messages
+        # Extra keys (e.g. a task's labels) are dropped: Keras would otherwise match a dict to the
+        # inputs by sorted position, not by name.
+        return super().__call__({name: inputs[name] for name in INPUT_NAMES}, *args, **kwargs)
+
+    def validate_inputs(self, inputs):
+        """Raise ``InputError`` naming the problem and the fix; see the class docstring."""
+        if not isinstance(inputs, dict):
+            raise InputError(
+                f"GPTBackbone takes a dict with keys {list(INPUT_NAMES)}, got "
+                f"{type(inputs).__name__}, e.g. {{'token_ids': ids, 'padding_mask': mask}}.")
+        missing = [name for name in INPUT_NAMES if name not in inputs]
+        if missing:
+            raise InputError(f"GPTBackbone inputs lack {missing}; expected keys "
+                             f"{list(INPUT_NAMES)} (got {sorted(inputs)}).")
+        shape = None
+        for name in INPUT_NAMES:
+            x = inputs[name]
+            if not hasattr(x, "dtype"):
+                x = np.asarray(x)
+            dtype = keras.backend.standardize_dtype(x.dtype)
+            if name == "token_ids" and "int" not in dtype:
+                raise InputError(f"GPTBackbone input 'token_ids' must hold integer ids (int32), "
+                                 f"got dtype {dtype}; cast it with keras.ops.cast(x, 'int32').")
+            x_shape = tuple(ops.shape(x))
+            if len(x_shape) != 2:
+                raise InputError(f"GPTBackbone input '{name}' must have shape (batch, tokens), "
+                                 f"got {x_shape}.")
+            static = tuple(d if isinstance(d, int) else None for d in x_shape)
+            if shape is not None and any(a is not None and b is not None and a != b
+                                         for a, b in zip(shape, static)):
+                raise InputError(f"GPTBackbone inputs disagree in shape: 'token_ids' is {shape} "
+                                 f"but '{name}' is {static}.")
+            shape = shape or static
+        length = shape[1]
+        if length is not None and length > self.config.max_positions:
+            raise InputError(
+                f"Sequence length {length} exceeds the position table ({self.config.max_positions}"
+                f" positions); cut the text to at most {self.config.max_positions} tokens or use "
+                "a config with larger max_positions.")
+        values = _concrete(inputs["token_ids"])
+        upper = self.config.vocab_size
+        if values is not None and values.size and (values.min() < 0 or values.max() >= upper):
+            bad = values.max() if values.max() >= upper else values.min()
+            raise InputError(f"GPTBackbone input 'token_ids' holds id {int(bad)} outside "
+                             f"[0, {upper}); check that the tokenizer's vocabulary (special tokens "
+                             f"included) matches the model (vocab_size={upper}).")
