@@ -13,7 +13,8 @@ the preset's :class:`~keras_bert_lab.preprocessing.bert.BertTextPreprocessor`. S
 (:mod:`keras_bert_lab.metrics.classification`): accuracy and macro-F1 for classes (monitor:
 accuracy; macro-F1 for multi-label), Pearson and Spearman correlation for scores (monitor:
 Pearson), accuracy for multiple choice. The best epoch on the validation set is kept; the test set
-is scored once with it.
+is scored once with it. A GPT preset runs GPT-1's recipe on the same flags and data
+(:mod:`~keras_bert_lab.recipes.gpt_tasks`).
 """
 
 import csv
@@ -28,6 +29,7 @@ from keras_bert_lab.data.labels import LabelVocabulary
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.metrics.classification import accuracy, classification_scores
 from keras_bert_lab.recipes import finetune as common
+from keras_bert_lab.recipes import gpt_tasks
 from keras_bert_lab.tasks.classifier import BertClassifier, decode_logits
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 
@@ -70,6 +72,7 @@ def register(subparsers):
         parser.add_argument("--pooling", choices=["cls", "mean"], default="cls",
                             help="head input: the pooled [CLS] state (BERT) or the mean of the "
                                  "last layer (models trained for mean pooling, e.g. MiniLM)")
+        gpt_tasks.add_arguments(parser)
         common.add_common_arguments(parser, output=f"out/finetune-{name}")
         parser.set_defaults(run=run_classification, pair=pairs)
         parsers.append(parser)
@@ -84,6 +87,7 @@ def register(subparsers):
     parser.add_argument("--label-column", default="label",
                         help="the right choice's index (or its text)")
     parser.add_argument("--dropout", type=float, default=None)
+    gpt_tasks.add_arguments(parser)
     common.add_common_arguments(parser, output="out/finetune-choice", batch_size=16)
     parser.set_defaults(run=run_choice)
     parsers.append(parser)
@@ -140,12 +144,18 @@ def run_classification(args):
         encode = vocab.encode_multi_hot if args.multi_label else vocab.encode
         return encode(part.labels, source=part.source, lines=part.lines)
 
-    model = BertClassifier.from_preset(settings.preset, problem=problem, labels=names,
-                                       num_classes=len(names) if names else 1,
-                                       dropout=args.dropout, pooling=args.pooling)
-    preprocessor = BertTextPreprocessor.from_preset(settings.preset, settings.sequence_length)
-    data = {name: (preprocessor(part.texts, part.texts_pair), targets(part))
-            for name, part in splits.items() if part is not None}
+    if gpt_tasks.is_gpt(settings.preset):
+        model, features = gpt_tasks.classification(settings, args, problem,
+                                                   len(names) if names else 1, splits)
+        data = {name: (features[name], targets(splits[name])) for name in features}
+    else:
+        gpt_tasks.refuse_gpt_flags(args)
+        model = BertClassifier.from_preset(settings.preset, problem=problem, labels=names,
+                                           num_classes=len(names) if names else 1,
+                                           dropout=args.dropout, pooling=args.pooling)
+        preprocessor = BertTextPreprocessor.from_preset(settings.preset, settings.sequence_length)
+        data = {name: (preprocessor(part.texts, part.texts_pair), targets(part))
+                for name, part in splits.items() if part is not None}
     print(f"{'pair' if args.pair else 'classify'} ({problem}): {how}; "
           + ", ".join(f"{name} {len(splits[name])}" for name in data)
           + (f"; classes {names}" if names else ""))
@@ -189,11 +199,15 @@ def run_choice(args):
     common.start(settings)
     if settings.limit:
         splits["train"] = splits["train"].subset(range(min(settings.limit, len(splits["train"]))))
-    model = BertMultipleChoice.from_preset(settings.preset, dropout=args.dropout)
-    preprocessor = BertTextPreprocessor.from_preset(settings.preset, settings.sequence_length)
-    data = {name: (preprocessor.pack_choices(part.contexts, part.choices),
-                   np.asarray(part.labels, "int32"))
-            for name, part in splits.items() if part is not None}
+    if gpt_tasks.is_gpt(settings.preset):
+        model, features = gpt_tasks.choice(settings, args, splits)
+    else:
+        gpt_tasks.refuse_gpt_flags(args)
+        model = BertMultipleChoice.from_preset(settings.preset, dropout=args.dropout)
+        preprocessor = BertTextPreprocessor.from_preset(settings.preset, settings.sequence_length)
+        features = {name: preprocessor.pack_choices(part.contexts, part.choices)
+                    for name, part in splits.items() if part is not None}
+    data = {name: (features[name], np.asarray(splits[name].labels, "int32")) for name in features}
     print(f"choice: {how}; " + ", ".join(f"{name} {len(splits[name])}" for name in data)
           + f"; {counts.pop()} choices")
     train = batches(*data["train"], batch_size=settings.batch_size, shuffle=True,

@@ -1,0 +1,115 @@
+"""GPT-1's task input transformations: each task's text as token rows ending in the extract token.
+
+Radford et al. (2018, §3.3, Figure 1) fine-tune one pretrained decoder on structured tasks by
+re-arranging the input instead of changing the model: every row is ``_start_ … _classify_``
+(the *extract* token, whose final state the linear head reads), with ``_delimiter_`` between two
+texts. Classification is ``[start] text [extract]``; entailment ``[start] premise [delim]
+hypothesis [extract]``; similarity has no natural order, so both orders are rows of one example;
+multiple choice makes one row ``[start] context [delim] answer [extract]`` per answer. Rows are
+right-padded with id 0 and a ``padding_mask``, which is what
+:class:`~keras_bert_lab.tasks.gpt_classifier.GPTClassifier` and ``GPTMultipleChoice`` take.
+When two texts do not fit, the longer one loses its last token until they do (the rule BERT's
+packer follows too); a single text is cut at the end.
+
+Shapes: ``N`` examples, ``S`` rows per example (2 or ``C``), ``T`` tokens.
+
+Example:
+>>> from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+>>> tokenizer = BytePairTokenizer(["a</w>", "b</w>", "c</w>", "a", "ab</w>"], ["a b</w>"])
+>>> packer = GPTTaskPacker(tokenizer, sequence_length=7)
+>>> rows = packer.pair(["a b c"], ["c"])          # [start] a b c [delim] c [extract]
+>>> [tokenizer.id_to_token(i) for i in rows["token_ids"][0]]
+['_start_', 'a</w>', 'b</w>', 'c</w>', '_delimiter_', 'c</w>', '_classify_']
+>>> rows = packer.pair(["a b c a b"], ["c"])      # too long: the premise is cut
+>>> rows["token_ids"].shape, int(rows["padding_mask"].sum())
+((1, 7), 7)
+>>> packer.similarity(["a"], ["b c"])["token_ids"].shape
+(1, 2, 7)
+"""
+
+import numpy as np
+
+from keras_bert_lab.errors import DataError
+
+
+class GPTTaskPacker:
+    """Pack texts into GPT-1's task rows with a ``BytePairTokenizer``'s special tokens.
+
+    Args:
+        tokenizer: a :class:`~keras_bert_lab.preprocessing.bpe.BytePairTokenizer` (its
+            ``_start_``, ``_delimiter_`` and ``_classify_`` ids).
+        sequence_length: ``T``, special tokens included (GPT-1: up to 512).
+    """
+
+    def __init__(self, tokenizer, sequence_length=128):
+        if sequence_length < 4:
+            raise DataError(f"sequence_length={sequence_length} leaves no room for text between "
+                            "the start, delimiter and extract tokens; use at least 4.")
+        self.tokenizer, self.sequence_length = tokenizer, int(sequence_length)
+        self.start = tokenizer.start_token_id
+        self.delimiter = tokenizer.delimiter_token_id
+        self.extract = tokenizer.classify_token_id
+
+    def _encode(self, texts, what):
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise DataError(f"{what} {i} is {type(text).__name__}, not text.")
+        return [self.tokenizer.encode(text) for text in texts]
+
+    def _rows(self, sequences):
+        n, length = len(sequences), self.sequence_length
+        token_ids = np.zeros((n, length), "int32")
+        padding_mask = np.zeros((n, length), "int32")
+        for row, ids in enumerate(sequences):
+            token_ids[row, :len(ids)] = ids
+            padding_mask[row, :len(ids)] = 1
+        return {"token_ids": token_ids, "padding_mask": padding_mask}
+
+    def _pair_ids(self, first, second):
+        first, second = list(first), list(second)
+        room = self.sequence_length - 3
+        while len(first) + len(second) > room:   # the longer text loses its last token
+            (first if len(first) >= len(second) else second).pop()
+        return [self.start, *first, self.delimiter, *second, self.extract]
+
+    def single(self, texts):
+        """``[start] text [extract]`` rows (N, T): classification."""
+        room = self.sequence_length - 2
+        return self._rows([[self.start, *ids[:room], self.extract]
+                           for ids in self._encode(texts, "text")])
+
+    def pair(self, firsts, seconds):
+        """``[start] first [delim] second [extract]`` rows (N, T): entailment."""
+        firsts, seconds = self._encode(firsts, "first text"), self._encode(seconds, "second text")
+        if len(firsts) != len(seconds):
+            raise DataError(f"{len(firsts)} first texts but {len(seconds)} second texts; pair "
+                            "them one to one.")
+        return self._rows([self._pair_ids(a, b) for a, b in zip(firsts, seconds)])
+
+    def similarity(self, firsts, seconds):
+        """Both orders of each pair: rows (N, 2, T) for ``GPTClassifier(num_sequences=2)``."""
+        forward, backward = self.pair(firsts, seconds), self.pair(seconds, firsts)
+        return {k: np.stack([forward[k], backward[k]], axis=1) for k in forward}
+
+    def choices(self, contexts, options):
+        """``[start] context [delim] option [extract]`` for every option: rows (N, C, T).
+
+        ``options``: one list of options per context, all of the same length ``C``.
+        """
+        contexts = list(contexts)
+        options = [list(o) for o in options]
+        if len(contexts) != len(options):
+            raise DataError(f"{len(contexts)} contexts but {len(options)} option lists.")
+        counts = {len(o) for o in options}
+        if len(counts) > 1:
+            first = len(options[0])
+            bad = next(i for i, o in enumerate(options) if len(o) != first)
+            raise DataError(f"Example {bad} has {len(options[bad])} options but example 0 has "
+                            f"{first}; every example needs the same number of choices.")
+        context_ids = self._encode(contexts, "context")
+        rows = [self._pair_ids(c, o) for c, opts in zip(context_ids, options)
+                for o in self._encode(opts, "option")]
+        packed = self._rows(rows)
+        c = counts.pop() if counts else 0
+        return {k: v.reshape(len(contexts), c, self.sequence_length) for k, v in packed.items()}

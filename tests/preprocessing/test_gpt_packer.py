@@ -1,0 +1,61 @@
+"""GPT-1's task input transformations (Radford et al. 2018, Figure 1)."""
+
+import numpy as np
+import pytest
+
+from keras_bert_lab.errors import DataError
+from keras_bert_lab.preprocessing.bpe_trainer import train_bpe
+from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
+
+WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "yes", "no"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    # every word frequent enough to be merged into one piece
+    return train_bpe([" ".join(WORDS)] * 3, num_merges=1000, min_frequency=2, progress=False)
+
+
+def pieces(tokenizer, row):
+    ids = row["token_ids"][row["padding_mask"] > 0]
+    assert not row["token_ids"][row["padding_mask"] == 0].any()   # padding is id 0, at the end
+    return [tokenizer.id_to_token(int(i)).replace("</w>", "") for i in ids]
+
+
+def test_each_transformation_lays_out_the_figure(tokenizer):
+    packer = GPTTaskPacker(tokenizer, sequence_length=12)
+    row = {k: v[0] for k, v in packer.single(["The cat sat"]).items()}
+    assert pieces(tokenizer, row) == ["_start_", "the", "cat", "sat", "_classify_"]
+    row = {k: v[0] for k, v in packer.pair(["the cat sat"], ["the dog ran"]).items()}
+    assert pieces(tokenizer, row) == ["_start_", "the", "cat", "sat", "_delimiter_", "the",
+                                      "dog", "ran", "_classify_"]
+    both = packer.similarity(["cat sat"], ["dog ran"])
+    assert [pieces(tokenizer, {k: v[0, s] for k, v in both.items()}) for s in (0, 1)] == [
+        ["_start_", "cat", "sat", "_delimiter_", "dog", "ran", "_classify_"],
+        ["_start_", "dog", "ran", "_delimiter_", "cat", "sat", "_classify_"]]
+    choice = packer.choices(["the cat sat on"], [["the mat", "the dog", "yes"]])
+    assert choice["token_ids"].shape == (1, 3, 12)
+    assert pieces(tokenizer, {k: v[0, 2] for k, v in choice.items()}) == [
+        "_start_", "the", "cat", "sat", "on", "_delimiter_", "yes", "_classify_"]
+
+
+def test_truncation_keeps_the_special_tokens(tokenizer):
+    packer = GPTTaskPacker(tokenizer, sequence_length=8)
+    row = {k: v[0] for k, v in packer.pair(["the cat sat on the mat"], ["dog ran"]).items()}
+    assert pieces(tokenizer, row) == ["_start_", "the", "cat", "sat", "_delimiter_", "dog",
+                                      "ran", "_classify_"]
+    row = {k: v[0] for k, v in packer.single(["the cat sat on the mat yes no"]).items()}
+    assert pieces(tokenizer, row)[-1] == "_classify_" and row["padding_mask"].sum() == 8
+
+
+def test_bad_input(tokenizer):
+    packer = GPTTaskPacker(tokenizer, sequence_length=8)
+    with pytest.raises(DataError, match="Example 1 has 2 options but example 0 has 3"):
+        packer.choices(["a", "b"], [["yes", "no", "no"], ["yes", "no"]])
+    with pytest.raises(DataError, match="2 first texts but 1"):
+        packer.pair(["a", "b"], ["c"])
+    with pytest.raises(DataError, match="not text"):
+        packer.single([None])
+    with pytest.raises(DataError, match="at least 4"):
+        GPTTaskPacker(tokenizer, sequence_length=3)
+    assert np.array_equal(packer.single([])["token_ids"].shape, (0, 8))

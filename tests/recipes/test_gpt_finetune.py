@@ -1,0 +1,64 @@
+"""`kbl finetune classify | pair | choice` with a GPT preset: GPT-1's input transformations and
+heads behind the same commands, flags and readers as BERT."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_bert_lab.cli import main
+from keras_bert_lab.models.gpt import GPTBackbone
+from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.preprocessing.bpe_trainer import train_bpe
+from keras_bert_lab.tasks.causal_lm import GPTCausalLM
+
+GOOD, BAD = ["great", "fine", "lovely", "superb"], ["awful", "dull", "poor", "weak"]
+
+
+@pytest.fixture(scope="module")
+def gpt_preset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gpt")
+    tokenizer = train_bpe([" ".join(GOOD + BAD + ["film", "the", "was", "it"])] * 3,
+                          num_merges=200, min_frequency=2)
+    config = GPTConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=32)
+    GPTCausalLM(GPTBackbone(config)).save_to_preset(
+        root / "preset", vocabulary=tokenizer.vocabulary, merges=tokenizer.merges)
+    return root
+
+
+def test_classify_pair_and_choice_run_with_a_gpt_preset(gpt_preset, tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [(f"the film was {w}", "pos" if w in GOOD else "neg")
+            for w in rng.choice(GOOD + BAD, size=120)]
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows))
+    pairs = [(f"it was {a}", f"it was {b}", float(a == b) * 4)
+             for a, b in rng.choice(GOOD + BAD, size=(24, 2))]
+    (tmp_path / "pairs.csv").write_text("sentence1,sentence2,label\n"
+                                        + "".join(f"{a},{b},{s}\n" for a, b, s in pairs))
+    (tmp_path / "mc.jsonl").write_text("".join(
+        json.dumps({"context": "the film was", "choices": [g, b] if i % 2 else [b, g],
+                    "label": int(i % 2 == 0)}) + "\n"
+        for i, (g, b) in enumerate(zip(rng.choice(GOOD, 16), rng.choice(BAD, 16)))))
+    common = ["--preset", str(gpt_preset / "preset"), "--epochs", "6", "--batch-size", "8",
+              "--sequence-length", "16", "--learning-rate", "3e-3", "--patience", "6",
+              "--valid-fraction", "0.2"]
+    assert main(["finetune", "classify", "--train", str(tmp_path / "train.csv"),
+                 "--lm-loss-weight", "0.5", "--output", str(tmp_path / "c"), *common]) == 0
+    metrics = json.loads((tmp_path / "c" / "metrics.json").read_text())
+    assert metrics["valid"]["accuracy"] >= 0.75, metrics["valid"]
+    plumbing = [*common, "--epochs", "1"]   # the heads' learning is tests/tasks' job
+    assert main(["finetune", "pair", "--train", str(tmp_path / "pairs.csv"), "--regression",
+                 "--output", str(tmp_path / "p"), *plumbing]) == 0
+    assert main(["finetune", "choice", "--train", str(tmp_path / "mc.jsonl"),
+                 "--output", str(tmp_path / "m"), *plumbing]) == 0
+    from keras_bert_lab.tasks.gpt_classifier import GPTClassifier
+    saved = GPTClassifier.from_preset(tmp_path / "c" / "preset")
+    assert saved.lm_loss_weight == 0.5 and saved.num_classes == 2
+
+
+def test_gpt_flags_are_refused_with_bert_and_bert_flags_with_gpt(gpt_preset, tmp_path, capsys):
+    (tmp_path / "train.csv").write_text("text,label\n" + "a,x\nb,y\n" * 5)
+    assert main(["finetune", "classify", "--train", str(tmp_path / "train.csv"),
+                 "--preset", str(gpt_preset / "preset"), "--pooling", "mean",
+                 "--output", str(tmp_path / "o")]) == 2
+    assert "--pooling applies to BERT presets" in capsys.readouterr().err

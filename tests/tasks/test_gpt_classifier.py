@@ -1,0 +1,95 @@
+"""GPT-1's task heads: multiple-choice parity with transformers' OpenAIGPTDoubleHeadsModel, the
+auxiliary LM loss, the similarity transformation, padding, serialisation."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.models.gpt import GPTBackbone
+from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.presets.convert.openai_gpt import config_to_hf, load_hf_weights
+from keras_bert_lab.tasks.causal_lm import GPTCausalLM, next_token_batch
+from keras_bert_lab.tasks.gpt_classifier import GPTClassifier, GPTMultipleChoice
+from tests.conftest import to_numpy
+
+CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_layers=2, num_heads=4, max_positions=24,
+                             dropout=0.0, attention_dropout=0.0, embedding_dropout=0.0)
+
+
+def rows(batch, length, lengths, seed=0, vocab=300):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocab, size=(batch, length)).astype("int32")
+    mask = (np.arange(length)[None, :] < np.asarray(lengths)[:, None]).astype("int32")
+    return ids * mask, mask
+
+
+def test_multiple_choice_matches_transformers_double_heads():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    hf = transformers.OpenAIGPTDoubleHeadsModel(
+        transformers.OpenAIGPTConfig(**config_to_hf(CONFIG))).eval()
+    with torch.no_grad():
+        for name, param in hf.named_parameters():
+            if param.ndim == 1:
+                param.normal_(mean=1.0 if ".ln_" in name and name.endswith("weight") else 0.0,
+                              std=0.1)
+    state = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
+    model = GPTMultipleChoice(GPTBackbone(CONFIG))
+    load_hf_weights(model, state, allow_partial=True)
+    head = {k.split("multiple_choice_head.")[1]: v for k, v in state.items()
+            if k.startswith("multiple_choice_head.")}
+    model.classifier.set_weights([head["summary.weight"].T, head["summary.bias"]])
+    ids, mask = rows(6, 12, [12, 9, 5, 11, 7, 3])
+    ids, mask = ids.reshape(2, 3, 12), mask.reshape(2, 3, 12)
+    with torch.no_grad():
+        expected = hf(input_ids=torch.tensor(ids, dtype=torch.long),
+                      mc_token_ids=torch.tensor(mask.sum(-1) - 1, dtype=torch.long)).mc_logits
+    got = to_numpy(model({"token_ids": ids, "padding_mask": mask}))
+    np.testing.assert_allclose(got, expected.numpy(), atol=1e-5, rtol=0)
+
+
+def test_auxiliary_lm_loss_adds_lambda_times_the_lm_loss():
+    backbone = GPTBackbone(CONFIG)
+    model = GPTClassifier(backbone, num_classes=3, lm_loss_weight=0.5)
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    ids, mask = rows(4, 10, [10, 6, 8, 4], seed=1)
+    labels = np.array([0, 2, 1, 2])
+    x = {"token_ids": ids, "padding_mask": mask}
+    classification = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
+        labels, model(x))
+    lm = GPTCausalLM(backbone)
+    lm_x, lm_y, lm_w = next_token_batch(ids, mask)
+    lm_loss = keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="mean_with_sample_weight")(lm_y, lm(lm_x), sample_weight=lm_w)
+    got = model.train_on_batch(x, labels, return_dict=True)["loss"]
+    want = float(to_numpy(classification)) + 0.5 * float(to_numpy(lm_loss))
+    assert got == pytest.approx(want, rel=1e-5)
+    plain = GPTClassifier(backbone, num_classes=3)
+    plain.compile(optimizer=keras.optimizers.SGD(0.0))
+    plain.classifier.set_weights(model.classifier.get_weights())
+    assert plain.train_on_batch(x, labels, return_dict=True)["loss"] == pytest.approx(
+        float(to_numpy(classification)), rel=1e-5)
+
+
+def test_similarity_is_symmetric_and_padding_changes_nothing(tmp_path):
+    model = GPTClassifier(GPTBackbone(CONFIG), num_classes=1, num_sequences=2)
+    ids, mask = rows(4, 10, [10, 7, 7, 10], seed=2)
+    x = {"token_ids": ids.reshape(2, 2, 10), "padding_mask": mask.reshape(2, 2, 10)}
+    swapped = {k: v[:, ::-1] for k, v in x.items()}
+    out = to_numpy(model(x))
+    np.testing.assert_allclose(to_numpy(model(swapped)), out, atol=1e-5)
+    padded = {k: np.pad(v, [(0, 0), (0, 0), (0, 5)]) for k, v in x.items()}
+    np.testing.assert_allclose(to_numpy(model(padded)), out, atol=1e-5)
+    model.compile()
+    model.fit(x, np.array([[0.5], [4.0]], "float32"), verbose=0)
+    path = str(tmp_path / "similarity.keras")
+    model.save(path)
+    restored = keras.models.load_model(path)
+    np.testing.assert_allclose(to_numpy(restored(x)), to_numpy(model(x)), atol=1e-6)
+
+
+def test_bad_arguments():
+    with pytest.raises(ConfigError, match="num_sequences"):
+        GPTClassifier(GPTBackbone(CONFIG), num_classes=2, num_sequences=3)
