@@ -303,6 +303,12 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, help="output directory of the run")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
+    parser.add_argument("--model", choices=("bert", "gpt"), default="bert",
+                        help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
+                             "decoder on contiguous text (recipes.language_model)")
+    parser.add_argument("--bpe-merges", type=int, default=8000,
+                        help="gpt: merges of the byte-pair vocabulary learned on the corpus when "
+                             "--vocabulary (a directory with vocab.txt + merges.txt) is not given")
     for field in dataclasses.fields(PretrainSettings):
         if field.name == "corpus":
             continue
@@ -315,7 +321,32 @@ def add_arguments(parser):
             parser.add_argument(flag, type=kind, default=value)
 
 
+def _language_model_settings(args):
+    """``LanguageModelSettings`` of ``kbl pretrain --model gpt``; a BERT-only flag set away from
+    its default is an error rather than silently ignored."""
+    from keras_bert_lab.recipes.language_model import LanguageModelSettings
+
+    names = {f.name for f in dataclasses.fields(LanguageModelSettings)}
+    defaults = PretrainSettings()
+    ignored = [f.name for f in dataclasses.fields(PretrainSettings)
+               if f.name not in names and getattr(args, f.name) != getattr(defaults, f.name)]
+    if ignored:
+        flags = ", ".join("--" + n.replace("_", "-") for n in ignored)
+        raise ConfigError(f"{flags} apply to --model bert only; leave them out with --model "
+                          f"{args.model}.")
+    return LanguageModelSettings(**{k: v for k, v in vars(args).items() if k in names})
+
+
 def main(args):
+    if getattr(args, "model", "bert") != "bert":
+        from keras_bert_lab.recipes import language_model
+
+        settings = _language_model_settings(args)
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        metrics = language_model.run(settings, args.output, resume=args.resume,
+                                     overwrite=args.overwrite)
+        print(json.dumps(metrics, indent=2))
+        return metrics
     names = {f.name for f in dataclasses.fields(PretrainSettings)}
     settings = PretrainSettings(**{k: v for k, v in vars(args).items() if k in names})
     logging.basicConfig(level=logging.INFO, format="%(message)s")

@@ -64,10 +64,11 @@ def segments(start, end, every):
 
 def train_phases(model, phases, output_dir, *, start_step=0, checkpoint_every=100,
                  keep_checkpoints=3, eval_every=200, log_every=20, accumulation=1, verbose=1,
-                 callbacks=()):
+                 callbacks=(), log_columns=LOG_COLUMNS):
     """Fit ``model`` (compiled) from ``start_step`` through every phase; returns the reason the
     run stopped early (a signal or a non-finite loss, with the checkpoint to resume from) or
-    ``None``. Writes ``checkpoints/`` and ``log.csv`` under ``output_dir``.
+    ``None``. Writes ``checkpoints/`` and ``log.csv`` (``log_columns``; BERT's by default) under
+    ``output_dir``.
 
     A backend's out-of-memory error becomes a ``TrainingError`` with the batch size and
     accumulation that keep the effective batch (and so the schedule) the same.
@@ -80,7 +81,7 @@ def train_phases(model, phases, output_dir, *, start_step=0, checkpoint_every=10
         if start_step >= phase.end or phase.begin == phase.end:
             continue
         log = StepLog(os.path.join(output_dir, "log.csv"),
-                      phase.batch_size * phase.sequence_length, log_every, LOG_COLUMNS)
+                      phase.batch_size * phase.sequence_length, log_every, log_columns)
         for first, epochs, per_epoch in segments(max(start_step, phase.begin), phase.end,
                                                  eval_every):
             stream = phase.stream((first - phase.begin) * accumulation)

@@ -1,0 +1,213 @@
+"""``kbl pretrain --model gpt``: a left-to-right language model from raw text to a preset.
+
+GPT-1 (Radford et al. 2018, §4.1) pretrains its decoder on contiguous blocks of text with Adam,
+a linear warm-up then a cosine anneal to zero, and reports perplexity. This recipe does the same
+at laptop scale, through the machinery of BERT pretraining (:mod:`keras_bert_lab.training.pretrain`:
+checkpoints, exact resume, a CSV log and curves): a byte-pair vocabulary (given with
+``--vocabulary DIR`` holding ``vocab.txt`` + ``merges.txt``, or learned on the training corpus
+with ``--bpe-merges`` merges), the corpus cut into blocks
+(:mod:`keras_bert_lab.pipelines.language_model`), a :class:`~keras_bert_lab.tasks.causal_lm.GPTCausalLM`
+and, at the end, held-out perplexity next to a count-based baseline on the *same* tokens
+(interpolated Kneser-Ney trigrams, :mod:`keras_bert_lab.metrics.ngram`), a few generated samples
+and the preset.
+
+The output directory holds what ``kbl pretrain`` writes (``settings.json``, ``checkpoints/``,
+``log.csv``, ``curves.png``, ``metrics.json``, ``preset/``) plus ``tokenizer/``, the BPE the run
+uses (reused on ``--resume``).
+"""
+
+import dataclasses
+import math
+import os
+import time
+
+import keras
+import numpy as np
+
+from keras_bert_lab.errors import ConfigError, TrainingError
+from keras_bert_lab.metrics.ngram import KneserNey
+from keras_bert_lab.models.gpt import GPTBackbone
+from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.tasks.causal_lm import GPTCausalLM
+from keras_bert_lab.training.checkpoints import restore_checkpoint
+from keras_bert_lab.training.optimizers import adamw
+from keras_bert_lab.training.pretrain import Phase, train_phases
+from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.schedules import WarmupCosineDecay
+
+LOG_COLUMNS = ("step", "split", "loss", "accuracy", "learning_rate", "tokens_per_s", "elapsed_s")
+PROMPTS = ("the history of the", "in 1990 , the band", "the river flows")
+
+
+@dataclasses.dataclass
+class LanguageModelSettings:
+    """What defines a language-model pretraining run (stored as ``settings.json``)."""
+
+    model: str = "gpt"
+    corpus: tuple = ("wikitext2",)
+    eval_corpus: str | None = "wikitext2:valid"
+    vocabulary: str | None = None      # a directory with vocab.txt + merges.txt; None: learn one
+    bpe_merges: int = 8000
+    size: str = "mini"
+    sequence_length: int = 128
+    batch_size: int = 32
+    steps: int = 1000
+    learning_rate: float = 5e-4
+    warmup_steps: int | None = None    # None: 10 % of the steps
+    weight_decay: float = 0.01
+    precision: str = "float32"
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 3
+    eval_every: int = 200
+    eval_batches: int = 20
+    log_every: int = 20
+    seed: int = 0
+
+    def __post_init__(self):
+        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
+        if self.model != "gpt":
+            raise ConfigError(f"--model {self.model!r}: this recipe trains 'gpt'.")
+        for name in ("sequence_length", "batch_size", "steps", "checkpoint_every",
+                     "keep_checkpoints", "eval_every", "eval_batches", "log_every", "bpe_merges"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
+                                  f"{getattr(self, name)}.")
+
+    def to_dict(self):
+        data = dataclasses.asdict(self)
+        data["corpus"] = list(self.corpus)
+        return data
+
+
+class _RaggedIds:
+    """``tokenize(tf strings) -> RaggedTensor`` of ids, what ``TokenizedCorpus`` calls."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def tokenize(self, texts):
+        return self.tokenizer(texts)
+
+
+def load_tokenizer(settings, output_dir, corpus):
+    """The run's BPE: ``output_dir/tokenizer`` (a resumed run), ``--vocabulary``, or learned."""
+    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+    from keras_bert_lab.preprocessing.bpe_trainer import train_bpe
+
+    saved = os.path.join(output_dir, "tokenizer")
+    if os.path.isfile(os.path.join(saved, "merges.txt")):
+        return BytePairTokenizer.from_directory(saved)
+    if settings.vocabulary:
+        return BytePairTokenizer.from_directory(settings.vocabulary)
+    lines = [sentence for document in corpus.documents for sentence in document]
+    return train_bpe(lines, num_merges=settings.bpe_merges)
+
+
+def build_model(settings, vocab_size):
+    """A compiled ``GPTCausalLM`` with GPT-1's optimizer shape (AdamW, warm-up then cosine)."""
+    keras.config.set_dtype_policy(settings.precision)
+    config = GPTConfig.from_size(settings.size, vocab_size=vocab_size,
+                                 max_positions=max(512, settings.sequence_length))
+    model = GPTCausalLM(GPTBackbone(config))
+    warmup = settings.warmup_steps if settings.warmup_steps is not None \
+        else max(1, settings.steps // 10)
+    schedule = WarmupCosineDecay(settings.learning_rate, min(warmup, settings.steps),
+                                 settings.steps)
+    model.compile(optimizer=adamw(model, learning_rate=schedule,
+                                  weight_decay=settings.weight_decay))
+    return model
+
+
+def heldout_blocks(settings, blocks):
+    """The first ``eval_batches`` batches of the held-out blocks, in order (fixed)."""
+    count = min(len(blocks), settings.eval_batches * settings.batch_size)
+    return blocks[:count - count % settings.batch_size] if count >= settings.batch_size \
+        else blocks[:count]
+
+
+def count_baseline(train_ids, heldout, order=3):
+    """Perplexity of interpolated Kneser-Ney on the held-out blocks' targets (the same tokens
+    the network predicts), trained on the training stream."""
+    model = KneserNey(order=order, vocabulary_size=None).fit(train_ids.tolist())
+    stream = np.concatenate([heldout[0], *[b[1:] for b in heldout[1:]]]).tolist()
+    width = order - 1
+    total = 0.0
+    for i in range(1, len(stream)):
+        total += math.log(model.probability(tuple(stream[max(0, i - width):i]), stream[i]))
+    return math.exp(-total / (len(stream) - 1))
+
+
+def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
+    """Pretrain per ``settings`` into ``output_dir``; returns the final metrics dict."""
+    import tensorflow as tf
+
+    from keras_bert_lab.data.corpora import load_corpus
+    from keras_bert_lab.pipelines.language_model import lm_blocks, lm_dataset
+    from keras_bert_lab.pipelines.pretraining.corpus import TokenizedCorpus
+
+    started = time.time()
+    source = settings.corpus[0] if len(settings.corpus) == 1 else list(settings.corpus)
+    corpus = load_corpus(source)   # inputs are read before the output is touched
+    tokenizer = load_tokenizer(settings, output_dir if resume else "", corpus)
+    train = TokenizedCorpus.from_documents(corpus.documents, _RaggedIds(tokenizer))
+    blocks = lm_blocks(train.token_ids, settings.sequence_length)
+    heldout = None
+    if settings.eval_corpus:
+        valid = TokenizedCorpus.from_documents(load_corpus(settings.eval_corpus).documents,
+                                               _RaggedIds(tokenizer))
+        heldout = heldout_blocks(settings, lm_blocks(valid.token_ids, settings.sequence_length))
+    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    tokenizer.save(os.path.join(output_dir, "tokenizer"))
+    keras.utils.set_random_seed(settings.seed)
+    model = build_model(settings, tokenizer.vocabulary_size)
+    start_step = 0
+    if resume:
+        meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
+        start_step = meta["step"] if meta else 0
+        print(f"Resuming at step {start_step} of {settings.steps}.")
+    epochs = -(-settings.steps * settings.batch_size // len(blocks)) + 1
+    heldout_data = None
+    if heldout is not None:
+        rows = heldout[:, :-1]
+        heldout_data = tf.data.Dataset.from_tensor_slices(
+            ({"token_ids": rows, "padding_mask": np.ones_like(rows)}, heldout[:, 1:],
+             np.ones(rows.shape, "float32"))).batch(settings.batch_size)
+    phase = Phase(0, settings.steps, heldout=heldout_data, batch_size=settings.batch_size,
+                  sequence_length=settings.sequence_length,
+                  stream=lambda skip: lm_dataset(blocks, settings.batch_size, settings.seed,
+                                                 epochs=epochs, skip_batches=skip))
+    stopped = train_phases(model, [phase], output_dir, start_step=start_step,
+                           checkpoint_every=settings.checkpoint_every,
+                           keep_checkpoints=settings.keep_checkpoints,
+                           eval_every=settings.eval_every, log_every=settings.log_every,
+                           verbose=verbose, callbacks=callbacks, log_columns=LOG_COLUMNS)
+    if stopped:
+        raise TrainingError(stopped)
+    metrics = {"steps": settings.steps, "train_tokens": int(train.num_tokens),
+               "vocabulary_size": tokenizer.vocabulary_size,
+               "tokens_seen": settings.steps * settings.batch_size * settings.sequence_length}
+    if heldout_data is not None:
+        result = model.evaluate(heldout_data, return_dict=True, verbose=0)
+        metrics.update(heldout_loss=float(result["loss"]),
+                       heldout_perplexity=float(np.exp(result["loss"])),
+                       heldout_accuracy=float(result["accuracy"]),
+                       heldout_tokens=int(heldout[:, 1:].size),
+                       kneser_ney_trigram_perplexity=count_baseline(train.token_ids, heldout))
+    samples = model.generate([tokenizer.encode(p) for p in PROMPTS],
+                             max_length=min(48, settings.sequence_length), strategy="top_k",
+                             top_k=40, seed=settings.seed)
+    metrics["samples"] = [tokenizer.decode(row[mask > 0].tolist()) for row, mask in
+                          zip(samples["token_ids"], samples["padding_mask"])]
+    metrics["seconds"] = round(time.time() - started, 1)
+    write_json(os.path.join(output_dir, "metrics.json"), metrics)
+    plot_curves(read_rows(os.path.join(output_dir, "log.csv")), "step",
+                [("loss", "next-token loss"), ("accuracy", "next-token accuracy")],
+                os.path.join(output_dir, "curves.png"), groups=("train", "heldout"),
+                group_key="split")
+    model.save_to_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer.vocabulary,
+                         merges=tokenizer.merges, overwrite=True,
+                         preprocessor={"sequence_length": settings.sequence_length},
+                         source=f"kbl pretrain --model gpt ({settings.size}, {settings.steps} "
+                                f"steps on {'+'.join(settings.corpus)}, seed {settings.seed})",
+                         license="as the pretraining corpus")
+    return metrics
