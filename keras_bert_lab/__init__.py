@@ -8,7 +8,15 @@ when they are used. The models and tasks are exported here; text comes in throug
 
 from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import BertConfig
+from keras_bert_lab.models.elmo import ElmoBiLM
+from keras_bert_lab.models.elmo_config import ElmoConfig
+from keras_bert_lab.models.gpt import GPTBackbone
+from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.tasks.causal_lm import GPTCausalLM
 from keras_bert_lab.tasks.classifier import BertClassifier
+from keras_bert_lab.tasks.elmo_lm import ElmoLanguageModel
+from keras_bert_lab.tasks.feature_tagger import FeatureTagger
+from keras_bert_lab.tasks.gpt_classifier import GPTClassifier, GPTMultipleChoice
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.tasks.question_answering import BertSpanQA
@@ -17,4 +25,6 @@ from keras_bert_lab.tasks.token_classification import BertTokenClassifier
 from keras_bert_lab.version import __version__
 
 __all__ = ["BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanQA", "BertTokenClassifier", "SentenceEmbedder", "__version__"]
+           "BertSpanQA", "BertTokenClassifier", "ElmoBiLM", "ElmoConfig", "ElmoLanguageModel",
+           "FeatureTagger", "GPTBackbone", "GPTCausalLM", "GPTClassifier", "GPTConfig",
+           "GPTMultipleChoice", "SentenceEmbedder", "__version__"]

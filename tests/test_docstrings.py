@@ -32,6 +32,13 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.features", "keras_bert_lab.features.cache", "keras_bert_lab.features.extract",
     "keras_bert_lab.metrics.ngram", "keras_bert_lab.preprocessing.bpe",
     "keras_bert_lab.preprocessing.bpe_trainer", "keras_bert_lab.recipes.word_sense",
+    "keras_bert_lab.preprocessing.characters", "keras_bert_lab.layers.char_cnn",
+    "keras_bert_lab.layers.lstm", "keras_bert_lab.models.elmo_config", "keras_bert_lab.models.elmo",
+    "keras_bert_lab.tasks.elmo_lm", "keras_bert_lab.presets.convert.elmo",
+    "keras_bert_lab.preprocessing.gpt", "keras_bert_lab.tasks.gpt_classifier",
+    "keras_bert_lab.pipelines.language_model", "keras_bert_lab.models.gpt_config",
+    "keras_bert_lab.models.gpt", "keras_bert_lab.layers.decoder", "keras_bert_lab.tasks.causal_lm",
+    "keras_bert_lab.presets.convert.openai_gpt",
 }
 
 

@@ -139,12 +139,15 @@ SOURCES = {
         parts={"options": "options.json", "weights": "lm_weights.hdf5",
                "sentences": "sentences.json", "vocab": "vocab_test.txt",
                "embeddings_0": "lm_embeddings_0.hdf5", "embeddings_1": "lm_embeddings_1.hdf5",
-               "embeddings_2": "lm_embeddings_2.hdf5"},
+               "embeddings_2": "lm_embeddings_2.hdf5",
+               "token_embeddings": "elmo_token_embeddings.hdf5"},
         default_part="weights", license="Apache-2.0 (allennlp test fixtures)",
         description="A small ELMo biLM in the original release layout (options.json + "
                     "lm_weights.hdf5: char-CNN, 2 highway layers, 2 LSTM layers of 64 cells "
-                    "projected to 16) with sentences and the layer activations the original "
-                    "implementation computed for them (lm_embeddings_*.hdf5)."),
+                    "projected to 16) with sentences, the top-layer activations the original "
+                    "implementation computed for them (lm_embeddings_k.hdf5: sentences[k], "
+                    "forward and backward) and its token encodings of vocab_test.txt "
+                    "(elmo_token_embeddings.hdf5)."),
     "openai_gpt_fixture": Source(
         kind="model", module="allennlp", distribution="allennlp", version="0.9.0",
         folder="tests/fixtures/openai_transformer",
