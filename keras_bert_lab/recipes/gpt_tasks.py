@@ -20,16 +20,28 @@ def is_gpt(preset):
     return presets.read_preset(preset, verify=False).backbone_class in GPT_BACKBONES
 
 
-def tokenizer_of(preset):
-    """The preset's ``BytePairTokenizer`` (its ``vocab.txt`` and ``merges.txt``)."""
-    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+def tokenizer_of(preset, task_tokens=True):
+    """The preset's ``BytePairTokenizer`` (its ``vocab.txt`` and ``merges.txt``), with no id
+    outside the model's rows: unknown pieces go to ``<unk>`` when the vocabulary has it, else to
+    id 0 as GPT-1's own code did. ``task_tokens``: the preset must hold GPT-1's ``_start_``,
+    ``_delimiter_`` and ``_classify_`` (fine-tuning needs them; generation does not)."""
+    from keras_bert_lab.preprocessing.bpe import GPT_SPECIAL_TOKENS, UNK_TOKEN, BytePairTokenizer
 
     info = presets.read_preset(preset, verify=False)
     if info.merges_path is None:
         raise ConfigError(f"Preset {info.directory} holds a GPT backbone but no merges.txt; its "
                           "byte-pair tokenizer cannot be rebuilt. Re-export the preset.")
-    return BytePairTokenizer(info.vocabulary_path, info.merges_path,
-                             lowercase=info.tokenizer.get("lowercase", True))
+    tokens = info.vocabulary()
+    present = set(tokens)
+    missing = [t for t in GPT_SPECIAL_TOKENS if t not in present]
+    if task_tokens and missing:
+        raise ConfigError(f"Preset {info.directory} has no {missing} tokens, which GPT-1's task "
+                          "inputs need; import the release with `kbl preset import-gpt "
+                          "--special-tokens _start_ _delimiter_ _classify_`.")
+    return BytePairTokenizer(tokens, info.merges_path,
+                             lowercase=info.tokenizer.get("lowercase", True),
+                             special_tokens=[t for t in GPT_SPECIAL_TOKENS if t in present],
+                             unk_token=UNK_TOKEN if UNK_TOKEN in present else tokens[0])
 
 
 def add_arguments(parser):
