@@ -8,6 +8,9 @@ A *feature source* turns word-split sentences into one array per sentence of sha
 - :class:`BertWordFeatures`: the embedding output and each block's output (``K = L + 1``). BERT
   sees WordPiece pieces, so a word's vector is its first piece's (what the BERT paper's NER
   uses) or the mean of its pieces. Each word is tokenized on its own, as in fine-tuning.
+- :class:`ElmoWordFeatures`: an ELMo biLM reads words directly (characters): the token layer
+  (duplicated to the biLM's width, as the original does) and each LSTM layer's forward and
+  backward states concatenated (``K = L + 1``), for the words between ``<S>`` and ``</S>``.
 - :class:`StaticWordFeatures`: one layer, the word's static vector (GloVe, word2vec) — the same
   vector in every sentence, which is the point of comparing it with the others.
 
@@ -92,6 +95,45 @@ class BertWordFeatures:
                     features[word] = stack[row, position:position + count].mean(axis=0)
             self.missing_words += len(words) - len(positions)
             out.append(features)
+        return out
+
+
+class ElmoWordFeatures:
+    """Every layer of an ``ElmoBiLM`` for each word, ``<S>``/``</S>`` added around the sentence
+    (as the biLM was trained) and dropped from the output.
+
+    Args:
+        bilm: an ``ElmoBiLM`` (or a task holding one as ``backbone``).
+        batch_size: sentences per forward pass. name: recorded in caches.
+
+    Example:
+    >>> from keras_bert_lab.models.elmo import ElmoBiLM
+    >>> source = ElmoWordFeatures(ElmoBiLM("tiny"))
+    >>> [f.shape for f in source([["Stick", "to", "the", "plan"], ["a", "stick"]])]
+    [(4, 3, 32), (2, 3, 32)]
+    """
+
+    def __init__(self, bilm, batch_size=32, name=None):
+        self.bilm = getattr(bilm, "backbone", None) or bilm
+        self.batch_size, self.name = batch_size, name
+        self.num_layers = self.bilm.config.num_layers + 1
+        self.dim = 2 * self.bilm.config.projection_dim
+        self.missing_words = 0
+
+    def describe(self):
+        return {"source": "elmo", "model": self.name, "num_layers": self.num_layers,
+                "dim": self.dim}
+
+    def __call__(self, sentences):
+        from keras_bert_lab.preprocessing.characters import character_ids
+
+        out = []
+        for start in range(0, len(sentences), self.batch_size):
+            part = [list(words) for words in sentences[start:start + self.batch_size]]
+            ids = character_ids(part, add_boundaries=True)
+            hidden = self.bilm.predict_on_batch({"character_ids": ids})["hidden_states"]
+            stack = np.stack([np.asarray(h, "float32") for h in hidden], axis=2)  # (N, T, K, H)
+            out.extend(stack[row, 1:1 + len(words)] for row, words in enumerate(part))
         return out
 
 

@@ -43,6 +43,8 @@ def add_arguments(parser):
                         help="BERT preset whose layers are the features")
     parser.add_argument("--vectors", default=None, metavar="glove|FILE",
                         help="static word vectors as the features instead of a preset")
+    parser.add_argument("--elmo", default=None, metavar="PRESET",
+                        help="an ELMo biLM preset's layers as the features instead")
     parser.add_argument("--pooling", choices=("first", "mean"), default="first",
                         help="a word's vector: its first piece (the paper) or the mean of pieces")
     parser.add_argument("--sequence-length", type=int, default=128)
@@ -79,8 +81,14 @@ def register(subparsers):
 
 
 def feature_source(args):
-    """The feature source the flags name (static vectors or a BERT preset)."""
-    from keras_bert_lab.features import BertWordFeatures, StaticWordFeatures
+    """The feature source the flags name (static vectors, an ELMo biLM or a BERT preset)."""
+    from keras_bert_lab.features import BertWordFeatures, ElmoWordFeatures, StaticWordFeatures
+
+    if args.vectors and args.elmo:
+        raise ConfigError("Pass one feature source: --vectors or --elmo (or neither: --preset).")
+    if args.elmo:
+        from keras_bert_lab.models.elmo import ElmoBiLM
+        return ElmoWordFeatures(ElmoBiLM.from_preset(args.elmo), name=str(args.elmo))
     if args.vectors:
         from keras_bert_lab.vectors import load_vectors
         return StaticWordFeatures(load_vectors(args.vectors), name=args.vectors)

@@ -99,3 +99,23 @@ def test_cached_features_train_the_same_tagger_as_features_on_the_fly(source, tm
         assert x["features"].shape == (12, 8, 4, 384)   # padded to the longest (7) rounded to 8
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
     np.testing.assert_allclose(results[0][1], results[1][1], atol=1e-5)
+
+
+def test_elmo_word_features_are_the_original_biLM_layers_without_the_boundaries():
+    import json
+
+    import h5py
+
+    from keras_bert_lab.models.elmo import ElmoBiLM
+    from keras_bert_lab.features import ElmoWordFeatures
+    from tests.conftest import locate_or_skip
+
+    parts = {p: locate_or_skip("elmo_fixture", p) for p in ("options", "weights", "sentences",
+                                                            "embeddings_1")}
+    source = ElmoWordFeatures(ElmoBiLM.from_original(parts["options"], parts["weights"]))
+    sentence = json.loads(parts["sentences"].read_text())[1][0].split()  # batch 0: zero states
+    (features,) = source([sentence])
+    with h5py.File(parts["embeddings_1"], "r") as f:
+        expected = np.concatenate([f["0"][0], f["0"][1]], -1)   # top layer, forward | backward
+    assert features.shape == (len(sentence), 3, 32)
+    np.testing.assert_allclose(features[:, 2], expected, atol=1e-5)

@@ -52,3 +52,17 @@ def test_extract_writes_one_cache_per_split(data):
                      "--delimiter", "\\t", "--vectors", str(data / "vectors.txt"),
                      "--output", str(out)]) == 0
     assert sorted(p.name for p in (out / "features").iterdir()) == ["train", "valid"]
+
+
+def test_extract_from_an_elmo_preset(data, tmp_path):
+    from tests.conftest import locate_or_skip
+    from keras_bert_lab.features import FeatureCache
+    from keras_bert_lab.presets.convert.elmo import import_original
+
+    preset = import_original(locate_or_skip("elmo_fixture", "options"),
+                             locate_or_skip("elmo_fixture", "weights"), tmp_path / "elmo")
+    out = data / "e"
+    assert cli.main(["features", "extract", "--train", str(data / "train.conll"),
+                     "--delimiter", "\\t", "--elmo", str(preset), "--output", str(out)]) == 0
+    cache = FeatureCache(out / "features" / "train")
+    assert (cache.num_layers, cache.dim) == (3, 32) and cache.manifest["source"]["source"] == "elmo"
