@@ -5,7 +5,8 @@ The released biLMs of Peters et al. (2018) are described by an ``options.json`` 
 options add ``n_tokens_vocab`` (the softmax vocabulary) and training settings. Named sizes are
 the models allennlp lists (parameter counts without the softmax: small 13.6M, medium 28.0M,
 original 93.6M — the 5.5B-token model shares the original's shape); ``tiny`` is the architecture
-of allennlp's test fixture.
+of allennlp's test fixture; ``mini`` (3.0M) is ours, for pretraining on a laptop CPU: the
+released filters of widths 1-5, one highway layer, 512 cells projected to 128.
 
 Example:
 >>> config = ElmoConfig.from_size("tiny")
@@ -26,6 +27,7 @@ RELEASED_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7,
 # name: (filters, character_dim, num_highway, lstm_dim, projection_dim)
 SIZES = {
     "tiny": (((1, 4), (2, 8), (3, 16), (4, 32), (5, 64)), 4, 2, 64, 16),
+    "mini": (RELEASED_FILTERS[:5], 16, 1, 512, 128),
     "small": (RELEASED_FILTERS, 16, 1, 1024, 128),
     "medium": (RELEASED_FILTERS, 16, 1, 2048, 256),
     "original": (RELEASED_FILTERS, 16, 2, 4096, 512),
@@ -121,7 +123,8 @@ class ElmoConfig:
 
     @classmethod
     def from_size(cls, name, **overrides):
-        """A named size (``tiny``, ``small``, ``medium``, ``original``), fields overridden."""
+        """A named size (``tiny``, ``mini``, ``small``, ``medium``, ``original``), fields
+        overridden."""
         if name not in SIZES:
             raise ConfigError(f"Unknown ELMo size {name!r}; choose one of {list(SIZES)}.")
         filters, character_dim, num_highway, lstm_dim, projection_dim = SIZES[name]

@@ -125,16 +125,22 @@ def heldout_blocks(settings, blocks):
         else blocks[:count]
 
 
+def kneser_ney_perplexity(train_tokens, stream, positions, order=3):
+    """Perplexity of interpolated Kneser-Ney, fit on ``train_tokens``, on ``stream[i]`` for each
+    ``i`` in ``positions``, each predicted from the ``order - 1`` tokens before it in ``stream``
+    (a direction's targets: the backward LM's baseline gets both reversed)."""
+    model = KneserNey(order=order, vocabulary_size=None).fit(list(train_tokens))
+    stream, width = list(stream), order - 1
+    total = sum(math.log(model.probability(tuple(stream[max(0, i - width):i]), stream[i]))
+                for i in positions)
+    return math.exp(-total / len(positions))
+
+
 def count_baseline(train_ids, heldout, order=3):
     """Perplexity of interpolated Kneser-Ney on the held-out blocks' targets (the same tokens
     the network predicts), trained on the training stream."""
-    model = KneserNey(order=order, vocabulary_size=None).fit(train_ids.tolist())
     stream = np.concatenate([heldout[0], *[b[1:] for b in heldout[1:]]]).tolist()
-    width = order - 1
-    total = 0.0
-    for i in range(1, len(stream)):
-        total += math.log(model.probability(tuple(stream[max(0, i - width):i]), stream[i]))
-    return math.exp(-total / (len(stream) - 1))
+    return kneser_ney_perplexity(train_ids.tolist(), stream, range(1, len(stream)), order)
 
 
 def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):

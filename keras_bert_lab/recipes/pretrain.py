@@ -303,52 +303,66 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, help="output directory of the run")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
-    parser.add_argument("--model", choices=("bert", "gpt"), default="bert",
+    parser.add_argument("--model", choices=("bert", "gpt", "elmo"), default="bert",
                         help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
-                             "decoder on contiguous text (recipes.language_model)")
+                             "decoder on contiguous text (recipes.language_model); elmo: the "
+                             "biLM, forward and backward word LMs over characters "
+                             "(recipes.elmo_pretrain; --optimizer adamw or adagrad)")
     parser.add_argument("--bpe-merges", type=int, default=8000,
                         help="gpt: merges of the byte-pair vocabulary learned on the corpus when "
                              "--vocabulary (a directory with vocab.txt + merges.txt) is not given")
+    parser.add_argument("--min-count", type=int, default=3,
+                        help="elmo: words seen fewer times in the corpus are <UNK> to the softmax "
+                             "when --vocabulary (a vocab.txt of words) is not given")
     for field in dataclasses.fields(PretrainSettings):
         if field.name == "corpus":
             continue
         value = getattr(defaults, field.name)
         flag = "--" + field.name.replace("_", "-")
+        # Unset flags stay None: each model's recipe then applies its own default (BERT's below).
+        help_text = f"bert default: {value}"
         if isinstance(value, bool):
-            parser.add_argument(flag, type=parse_bool, default=value, metavar="{true,false}")
+            parser.add_argument(flag, type=parse_bool, default=None, metavar="{true,false}",
+                                help=help_text)
         else:
             kind = type(value) if value is not None else (int if "steps" in field.name else str)
-            parser.add_argument(flag, type=kind, default=value)
+            parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 
 def _language_model_settings(args):
-    """``LanguageModelSettings`` of ``kbl pretrain --model gpt``; a BERT-only flag set away from
-    its default is an error rather than silently ignored."""
-    from keras_bert_lab.recipes.language_model import LanguageModelSettings
+    """The settings of ``kbl pretrain --model gpt|elmo`` (``LanguageModelSettings``,
+    ``ElmoPretrainSettings``); a BERT-only flag set away from its default is an error rather than
+    silently ignored. Flags left unset (``None``) take the recipe's defaults."""
+    if args.model == "elmo":
+        from keras_bert_lab.recipes.elmo_pretrain import ElmoPretrainSettings as settings_class
+    else:
+        from keras_bert_lab.recipes.language_model import LanguageModelSettings as settings_class
 
-    names = {f.name for f in dataclasses.fields(LanguageModelSettings)}
+    names = {f.name for f in dataclasses.fields(settings_class)}
     defaults = PretrainSettings()
     ignored = [f.name for f in dataclasses.fields(PretrainSettings)
-               if f.name not in names and getattr(args, f.name) != getattr(defaults, f.name)]
+               if f.name not in names and getattr(args, f.name) is not None
+               and getattr(args, f.name) != getattr(defaults, f.name)]
     if ignored:
         flags = ", ".join("--" + n.replace("_", "-") for n in ignored)
         raise ConfigError(f"{flags} apply to --model bert only; leave them out with --model "
                           f"{args.model}.")
-    return LanguageModelSettings(**{k: v for k, v in vars(args).items() if k in names})
+    return settings_class(**{k: v for k, v in vars(args).items() if k in names and v is not None})
 
 
 def main(args):
     if getattr(args, "model", "bert") != "bert":
-        from keras_bert_lab.recipes import language_model
+        from keras_bert_lab.recipes import elmo_pretrain, language_model
 
         settings = _language_model_settings(args)
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        metrics = language_model.run(settings, args.output, resume=args.resume,
-                                     overwrite=args.overwrite)
+        recipe = elmo_pretrain if args.model == "elmo" else language_model
+        metrics = recipe.run(settings, args.output, resume=args.resume, overwrite=args.overwrite)
         print(json.dumps(metrics, indent=2))
         return metrics
     names = {f.name for f in dataclasses.fields(PretrainSettings)}
-    settings = PretrainSettings(**{k: v for k, v in vars(args).items() if k in names})
+    settings = PretrainSettings(**{k: v for k, v in vars(args).items()
+                                   if k in names and v is not None})
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     metrics = run(settings, args.output, resume=args.resume, overwrite=args.overwrite)
     print(json.dumps(metrics, indent=2))

@@ -54,6 +54,19 @@ def test_named_sizes_have_the_published_parameter_counts(size, millions):
     assert round(ElmoConfig.from_size(size).num_parameters() / 1e6, 1) == millions
 
 
+def test_mini_size_counts_its_weights():
+    """mini: filters (1,32) (2,32) (3,64) (4,128) (5,256) = 512, 16-dim characters, 1 highway,
+    512 cells projected to 128, 2 layers per direction — counted by hand."""
+    characters = 262 * 16                                                  # 4,192
+    convolutions = 16 * (1 * 32 + 2 * 32 + 3 * 64 + 4 * 128 + 5 * 256) + 512  # 33,792
+    highway = 2 * (512 * 512 + 512)                                       # 525,312
+    projection = 512 * 128 + 128                                          # 65,664
+    lstm = (128 + 128) * 4 * 512 + 4 * 512 + 512 * 128                    # 591,872 each
+    assert characters + convolutions + highway + projection + 4 * lstm == 2_996_448
+    assert ElmoConfig.from_size("mini").num_parameters() == 2_996_448
+    assert ElmoBiLM("mini").count_params() == 2_996_448
+
+
 def test_num_parameters_matches_the_model_with_softmax_and_dropout():
     config = ElmoConfig.from_size("tiny", vocab_size=30, dropout=0.1, num_layers=3)
     model = ElmoLanguageModel(ElmoBiLM(config))

@@ -26,15 +26,11 @@ def gpt_preset(tmp_path_factory):
     return root
 
 
-def test_classify_pair_and_choice_run_with_a_gpt_preset(gpt_preset, tmp_path):
+def test_classify_and_choice_run_with_a_gpt_preset(gpt_preset, tmp_path):
     rng = np.random.default_rng(0)
     rows = [(f"the film was {w}", "pos" if w in GOOD else "neg")
             for w in rng.choice(GOOD + BAD, size=120)]
     (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows))
-    pairs = [(f"it was {a}", f"it was {b}", float(a == b) * 4)
-             for a, b in rng.choice(GOOD + BAD, size=(24, 2))]
-    (tmp_path / "pairs.csv").write_text("sentence1,sentence2,label\n"
-                                        + "".join(f"{a},{b},{s}\n" for a, b, s in pairs))
     (tmp_path / "mc.jsonl").write_text("".join(
         json.dumps({"context": "the film was", "choices": [g, b] if i % 2 else [b, g],
                     "label": int(i % 2 == 0)}) + "\n"
@@ -47,8 +43,6 @@ def test_classify_pair_and_choice_run_with_a_gpt_preset(gpt_preset, tmp_path):
     metrics = json.loads((tmp_path / "c" / "metrics.json").read_text())
     assert metrics["valid"]["accuracy"] >= 0.75, metrics["valid"]
     plumbing = [*common, "--epochs", "1"]   # the heads' learning is tests/tasks' job
-    assert main(["finetune", "pair", "--train", str(tmp_path / "pairs.csv"), "--regression",
-                 "--output", str(tmp_path / "p"), *plumbing]) == 0
     assert main(["finetune", "choice", "--train", str(tmp_path / "mc.jsonl"),
                  "--output", str(tmp_path / "m"), *plumbing]) == 0
     from keras_bert_lab.tasks.gpt_classifier import GPTClassifier

@@ -1,5 +1,5 @@
-"""`kbl pretrain --model gpt` end to end on a small corpus: outputs, exact resume, the preset,
-and flags that belong to BERT only."""
+"""`kbl pretrain --model gpt` and `--model elmo` end to end on a small corpus: outputs, exact
+resume, the preset, the count baselines' targets, and flags that belong to BERT only."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lab.cli import main
-from keras_bert_lab.errors import TrainingError
+from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.recipes.language_model import LanguageModelSettings, run
 from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
 
@@ -52,3 +52,126 @@ def test_bert_only_flags_are_refused_for_gpt(corpus_file, tmp_path, capsys):  # 
                  str(tmp_path / "x"), "--whole-word-masking", "true"]) == 2
     assert "--whole-word-masking apply to --model bert only" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x")
+
+
+# ---- kbl pretrain --model elmo -----------------------------------------------------------------
+def elmo_settings_for(corpus, **overrides):
+    from keras_bert_lab.recipes.elmo_pretrain import ElmoPretrainSettings
+
+    fields = dict(corpus=(corpus,), eval_corpus=corpus, size="tiny", sequence_length=8,
+                  batch_size=4, steps=8, checkpoint_every=2, eval_every=8, eval_batches=2,
+                  log_every=2, seed=3, min_count=7)
+    fields.update(overrides)
+    return ElmoPretrainSettings(**fields)
+
+
+def test_elmo_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noqa: F811
+    import csv
+
+    from keras_bert_lab.recipes import elmo_pretrain
+    from keras_bert_lab.tasks.elmo_lm import ElmoLanguageModel
+
+    settings = elmo_settings_for(corpus_file)
+    unbroken = str(tmp_path / "unbroken")
+    metrics = elmo_pretrain.run(settings, unbroken, verbose=0)
+    for name in ("settings.json", "log.csv", "curves.png", "metrics.json", "vocab.txt",
+                 "preset/config.json", "preset/vocab.txt", "preset/model.weights.h5"):
+        assert os.path.exists(os.path.join(unbroken, name)), name
+    words = open(os.path.join(unbroken, "vocab.txt"), encoding="utf-8").read().split("\n")[:-1]
+    # bilm-tf's layout; "the" ties with "of", "document", "." (once a sentence) and comes first;
+    # document numbers (6 sentences each) are below --min-count 7.
+    assert words[:4] == ["<S>", "</S>", "<UNK>", "the"] and "17" not in words
+    assert len(words) == metrics["vocabulary_size"] and metrics["train_unk_rate"] > 0.0
+    rows = list(csv.DictReader(open(os.path.join(unbroken, "log.csv"))))
+    assert {r["split"] for r in rows} == {"train", "heldout"}
+    assert all(float(r["forward_loss"]) > 0 and float(r["backward_loss"]) > 0 for r in rows)
+    for d in ("forward", "backward"):
+        perplexity = metrics[f"heldout_{d}_perplexity"]
+        assert np.isfinite(perplexity) and 1.0 < perplexity < metrics["vocabulary_size"]
+        assert perplexity == pytest.approx(np.exp(metrics[f"heldout_{d}_loss"]))
+        assert 1.0 < metrics[f"kneser_ney_trigram_{d}_perplexity"] < metrics["vocabulary_size"]
+        # the baseline scores exactly as many targets as the network (weight-1 positions)
+        assert metrics[f"kneser_ney_trigram_{d}_targets"] == metrics[f"heldout_{d}_targets"]
+    assert metrics["heldout_forward_targets"] < 2 * 4 * 8   # <S> after </S> is no target
+    assert [b["text"] for b in metrics["blanks"]] == list(elmo_pretrain.PROBES)
+    assert all(len(b["forward"]) == len(b["backward"]) == 5 for b in metrics["blanks"])
+    assert not any({"<S>", "</S>"} & {*b["forward"], *b["backward"]} for b in metrics["blanks"])
+
+    broken = str(tmp_path / "broken")
+    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 6"):
+        elmo_pretrain.run(settings, broken, verbose=0, callbacks=[SendSignalAt(5)])
+    elmo_pretrain.run(settings, broken, resume=True, verbose=0)
+    name_a, a = final_state(unbroken)
+    name_b, b = final_state(broken)
+    assert name_a == name_b == "ckpt-00000008"
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+    lm = ElmoLanguageModel.from_preset(os.path.join(unbroken, "preset"))
+    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
+    assert list(lm.preset_info.vocabulary) == words
+
+
+def test_elmo_count_baselines_score_the_networks_targets(corpus_file):  # noqa: F811
+    """Each direction's Kneser-Ney targets are, in order, the weight-1 targets of the held-out
+    batches the network is scored on."""
+    from keras_bert_lab.pipelines.language_model import elmo_dataset, lm_blocks
+    from keras_bert_lab.recipes.elmo_pretrain import baseline_targets, load_words
+
+    data = load_words(elmo_settings_for(corpus_file), "", resume=False)
+    blocks = lm_blocks(data.heldout, 8, context=2)[:12]
+    seen = {"forward": [], "backward": []}
+    for _, y, w in elmo_dataset(blocks, data.characters, data.word_ids, 4, shuffle=False,
+                                bos_id=data.bos_id, eos_id=data.eos_id).as_numpy_iterator():
+        for d in seen:
+            seen[d] += y[d].ravel()[w[d].ravel() > 0].tolist()
+    targets = baseline_targets(data, blocks)
+    train, stream, positions = targets["forward"]
+    assert [stream[i] for i in positions] == seen["forward"]
+    assert train == data.word_ids[data.train].tolist()
+    train, stream, positions = targets["backward"]   # reversed: read back to front
+    assert [stream[i] for i in positions][::-1] == seen["backward"]
+    assert train[::-1] == data.word_ids[data.train].tolist()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--whole-word-masking", "true"], "--whole-word-masking apply to --model bert only"),
+    (["--optimizer", "lamb"], "--model elmo trains with adamw or adagrad"),
+])
+def test_bert_only_flags_are_refused_for_elmo(corpus_file, tmp_path, capsys, flags,  # noqa: F811
+                                               message):
+    assert main(["pretrain", "--model", "elmo", "--corpus", corpus_file, "--output",
+                 str(tmp_path / "x"), *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
+
+
+def test_elmo_blanks_are_each_sides_best_words_whatever_the_padding():
+    """The batched guesses equal each context run alone: the forward LM's scores after the
+    words before the blank, the backward LM's before the words after it."""
+    import keras
+
+    from keras_bert_lab.models.elmo import ElmoBiLM
+    from keras_bert_lab.models.elmo_config import ElmoConfig
+    from keras_bert_lab.preprocessing.characters import character_ids
+    from keras_bert_lab.recipes.elmo_pretrain import guess_blanks
+    from keras_bert_lab.tasks.elmo_lm import ElmoLanguageModel
+
+    words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(40)]
+    keras.utils.set_random_seed(1)
+    lm = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=len(words))))
+    probes = ("a much longer left side ___ x", "b ___ and a much longer right side .")
+    guesses = guess_blanks(lm, words, probes, top_k=3)
+
+    def alone(tokens, direction, position):
+        scores = keras.ops.convert_to_numpy(lm.predict_on_batch(
+            {"character_ids": character_ids([tokens], add_boundaries=False)})[direction])
+        ranked = [j for j in np.argsort(-scores[0, position]) if j > 1]   # markers left out
+        return [words[j] for j in ranked[:3]]
+
+    for probe, guess in zip(probes, guesses):
+        left, right = probe.split("___")
+        assert guess["forward"] == alone(["<S>"] + left.split(), "forward", -1)
+        assert guess["backward"] == alone(right.split() + ["</S>"], "backward", 0)
+    with pytest.raises(ConfigError, match="one blank"):
+        guess_blanks(lm, words, ("no blank here",))
