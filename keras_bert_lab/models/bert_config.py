@@ -7,6 +7,7 @@ Sizes follow Turc et al. (2019) "Well-Read Students Learn Better" (tiny … medi
 import dataclasses
 
 from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.models.config import ModelConfig
 
 # name: (num_layers, hidden_size, num_heads)
 SIZES = {
@@ -20,7 +21,7 @@ SIZES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class BertConfig:
+class BertConfig(ModelConfig):
     """Hyper-parameters of a BERT encoder.
 
     Defaults are BERT-Base (uncased): 12 layers, hidden 768, 12 heads, feed-forward 3072, the
@@ -99,31 +100,6 @@ class BertConfig:
         fields = dict(num_layers=layers, hidden_size=hidden, num_heads=heads)
         fields.update(overrides)
         return cls(**fields)
-
-    @classmethod
-    def from_dict(cls, data):
-        """Build from a dict (e.g. a preset's ``config.json``); unknown keys are an error."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"Unknown BertConfig field(s) {unknown}; known fields: {sorted(known)}.")
-        return cls(**data)
-
-    @classmethod
-    def coerce(cls, config):
-        """Accept a ``BertConfig``, a dict of its fields, or a size name."""
-        if isinstance(config, cls):
-            return config
-        if isinstance(config, dict):
-            return cls.from_dict(config)
-        if isinstance(config, str):
-            return cls.from_size(config)
-        raise ConfigError(
-            f"Expected a BertConfig, a dict of its fields or a size name, got {type(config).__name__}."
-        )
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
 
     def num_parameters(self, pooler=True):
         """Weights of the backbone (embeddings + encoder [+ pooler]), from the shapes alone."""

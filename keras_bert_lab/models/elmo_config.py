@@ -21,6 +21,7 @@ True
 import dataclasses
 
 from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.models.config import ModelConfig
 
 # The char-CNN of every released model: widths 1-7, 2048 filters in all.
 RELEASED_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
@@ -36,7 +37,7 @@ ACTIVATIONS = ("relu", "tanh")
 
 
 @dataclasses.dataclass(frozen=True)
-class ElmoConfig:
+class ElmoConfig(ModelConfig):
     """Hyper-parameters of an ELMo biLM (defaults: the original 2 × 4096/512 model).
 
     Args:
@@ -61,6 +62,8 @@ class ElmoConfig:
         dropout: dropout on each LSTM layer's input and on the softmax input while training
             (bilm-tf trained with 0.1); 0 for inference.
     """
+
+    unknown_field_hint = " (An options.json goes through from_options.)"
 
     filters: tuple = RELEASED_FILTERS
     character_dim: int = 16
@@ -154,30 +157,8 @@ class ElmoConfig:
 
         return options_from_config(self.to_dict())
 
-    @classmethod
-    def from_dict(cls, data):
-        """Build from a dict of fields (e.g. a preset's ``config.json``); unknown keys fail."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"Unknown ElmoConfig field(s) {unknown}; known fields: "
-                              f"{sorted(known)}. (An options.json goes through from_options.)")
-        return cls(**data)
-
-    @classmethod
-    def coerce(cls, config):
-        """Accept an ``ElmoConfig``, a dict of its fields, or a size name."""
-        if isinstance(config, cls):
-            return config
-        if isinstance(config, dict):
-            return cls.from_dict(config)
-        if isinstance(config, str):
-            return cls.from_size(config)
-        raise ConfigError(f"Expected an ElmoConfig, a dict of its fields or a size name, got "
-                          f"{type(config).__name__}.")
-
     def to_dict(self):
-        data = dataclasses.asdict(self)
+        data = super().to_dict()
         data["filters"] = [list(f) for f in self.filters]
         return data
 

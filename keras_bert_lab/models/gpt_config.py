@@ -9,6 +9,7 @@ the BERT family's layer / hidden / head triples so that the two can be compared 
 import dataclasses
 
 from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.models.config import ModelConfig
 
 # name: (num_layers, hidden_size, num_heads)
 SIZES = {
@@ -23,7 +24,7 @@ ACTIVATIONS = ("gelu", "gelu_exact", "relu", "silu", "swish")
 
 
 @dataclasses.dataclass(frozen=True)
-class GPTConfig:
+class GPTConfig(ModelConfig):
     """Hyper-parameters of a GPT-1 decoder.
 
     Defaults are the released GPT-1: 12 layers, hidden 768, 12 heads, feed-forward 3072, 512
@@ -109,31 +110,6 @@ class GPTConfig:
         fields = dict(num_layers=layers, hidden_size=hidden, num_heads=heads)
         fields.update(overrides)
         return cls(**fields)
-
-    @classmethod
-    def from_dict(cls, data):
-        """Build from a dict (e.g. a preset's ``config.json``); unknown keys are an error."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"Unknown GPTConfig field(s) {unknown}; known fields: "
-                              f"{sorted(known)}.")
-        return cls(**data)
-
-    @classmethod
-    def coerce(cls, config):
-        """Accept a ``GPTConfig``, a dict of its fields, or a size name."""
-        if isinstance(config, cls):
-            return config
-        if isinstance(config, dict):
-            return cls.from_dict(config)
-        if isinstance(config, str):
-            return cls.from_size(config)
-        raise ConfigError(f"Expected a GPTConfig, a dict of its fields or a size name, got "
-                          f"{type(config).__name__}.")
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
 
     def num_parameters(self):
         """Weights of the backbone (token + position tables and the blocks), from the shapes.

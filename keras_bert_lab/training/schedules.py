@@ -85,27 +85,19 @@ class SlantedTriangular(keras.optimizers.schedules.LearningRateSchedule):
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
-class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
+class WarmupCosineDecay(WarmupLinearDecay):
     """Linear warm-up to ``peak_learning_rate``, then a cosine anneal to ``end_learning_rate``.
 
     GPT-1's pretraining schedule (Radford et al. 2018, §4.1: "increased linearly from zero over
     the first 2000 updates and annealed to 0 using a cosine schedule"). Exactly the peak at the
-    end of warm-up, exactly the end rate at ``total_steps`` and after.
+    end of warm-up, exactly the end rate at ``total_steps`` and after; arguments as
+    :class:`WarmupLinearDecay`'s.
 
     Example:
     >>> schedule = WarmupCosineDecay(1e-4, warmup_steps=10, total_steps=110)
     >>> [round(float(schedule(s)), 7) for s in (0, 5, 10, 60, 110, 200)]
     [0.0, 5e-05, 0.0001, 5e-05, 0.0, 0.0]
     """
-
-    def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0):
-        if not 0 <= warmup_steps <= total_steps or total_steps <= 0:
-            raise ConfigError(f"Need 0 ≤ warmup_steps ({warmup_steps}) ≤ total_steps "
-                              f"({total_steps}) and total_steps > 0.")
-        self.peak_learning_rate = float(peak_learning_rate)
-        self.warmup_steps = int(warmup_steps)
-        self.total_steps = int(total_steps)
-        self.end_learning_rate = float(end_learning_rate)
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
@@ -115,7 +107,3 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
             (step - self.warmup_steps) / max(self.total_steps - self.warmup_steps, 1), 1.0)
         anneal = end + (peak - end) * 0.5 * (1.0 + ops.cos(3.141592653589793 * progress))
         return ops.where(step < self.warmup_steps, warm, anneal)
-
-    def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
-                "total_steps": self.total_steps, "end_learning_rate": self.end_learning_rate}
