@@ -39,6 +39,7 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.pipelines.language_model", "keras_bert_lab.models.gpt_config",
     "keras_bert_lab.models.gpt", "keras_bert_lab.layers.decoder", "keras_bert_lab.tasks.causal_lm",
     "keras_bert_lab.presets.convert.openai_gpt", "keras_bert_lab.recipes.elmo_pretrain",
+    "keras_bert_lab.training.transfer",
 }
 
 

@@ -86,6 +86,32 @@ def lm_blocks(token_ids, block_length, document_splits=None, separator_id=None, 
     return tokens[starts[:, None] + np.arange(block_length + context)[None, :]]
 
 
+def tbptt_blocks(token_ids, batch_size, bptt):
+    """Blocks for truncated back-propagation through time: row ``b`` of every batch continues row
+    ``b`` of the batch before.
+
+    The AWD-LSTM's data layout (Merity et al. 2017; ULMFiT): the stream is cut into
+    ``batch_size`` contiguous parts, and batch ``k`` holds window ``k`` (``bptt + 1`` tokens,
+    overlapping by one) of each part. Served by :func:`lm_dataset` with ``shuffle=False``, a model
+    that carries its LSTM state from one batch to the next reads each part as one long text.
+
+    Example:
+    >>> tbptt_blocks(np.arange(9), batch_size=2, bptt=2).tolist()   # parts 0..3 and 4..7
+    [[0, 1, 2], [4, 5, 6], [2, 3, 4], [6, 7, 8]]
+    """
+    tokens = np.asarray(token_ids, np.int32)
+    if bptt < 2:
+        raise DataError(f"A BPTT length of {bptt} gives the model no history to learn from; "
+                        "use --bptt 2 or more (the AWD-LSTM uses 70).")
+    part = (len(tokens) - 1) // batch_size
+    windows = part // bptt
+    if windows < 1:
+        raise DataError(f"{len(tokens)} tokens do not fill {batch_size} parts of one {bptt}-token "
+                        "window; lower --batch-size or --bptt, or use more text.")
+    starts = (np.arange(windows)[:, None] * bptt + np.arange(batch_size)[None, :] * part)
+    return tokens[starts.reshape(-1)[:, None] + np.arange(bptt + 1)[None, :]]
+
+
 def block_order(num_blocks, seed, epochs):
     """Block indices for ``epochs`` passes: a fresh permutation per epoch from ``(seed, epoch)``."""
     return np.concatenate([np.random.default_rng([seed, epoch]).permutation(num_blocks)

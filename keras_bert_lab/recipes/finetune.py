@@ -14,7 +14,7 @@ import keras
 
 from keras_bert_lab.data.splits import split_indices
 from keras_bert_lab.errors import ConfigError, DataError
-from keras_bert_lab.training.finetune import fit_best_epoch
+from keras_bert_lab.training.finetune import SCHEDULES, UNFREEZE, fit_best_epoch
 from keras_bert_lab.training.run import prepare_output, write_json
 
 
@@ -30,6 +30,10 @@ class FinetuneSettings:
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     layer_decay: float = 1.0
+    schedule: str = "linear"
+    cut_fraction: float = 0.1
+    slanted_ratio: float = 32.0
+    unfreeze: str = "all"
     patience: int = 2
     sequence_length: int = 128
     seed: int = 0
@@ -41,6 +45,10 @@ class FinetuneSettings:
                   ("learning_rate", self.learning_rate > 0),
                   ("warmup_ratio", 0 <= self.warmup_ratio < 1),
                   ("layer_decay", 0 < self.layer_decay <= 1), ("patience", self.patience >= 1),
+                  ("schedule", self.schedule in SCHEDULES),
+                  ("cut_fraction", 0 < self.cut_fraction < 1),
+                  ("slanted_ratio", self.slanted_ratio >= 1),
+                  ("unfreeze", self.unfreeze in UNFREEZE),
                   ("sequence_length", self.sequence_length >= 3),
                   ("limit", self.limit is None or self.limit >= 1))
         for name, ok in checks:
@@ -52,12 +60,22 @@ class FinetuneSettings:
         return dataclasses.asdict(self)
 
 
+CHOICES = {"schedule": SCHEDULES, "unfreeze": UNFREEZE}
+
+
 def add_common_arguments(parser, **defaults):
     """Add one flag per :class:`FinetuneSettings` field; ``defaults`` override per task."""
     base = FinetuneSettings()
     helps = {"preset": "preset name or directory to start from",
              "output": "output directory (metrics.json, log.csv, curves.png, preset/)",
-             "layer_decay": "layer-wise learning-rate decay factor (1 = off, e.g. 0.9)",
+             "layer_decay": "learning-rate factor from each layer group to the one below (1 = "
+                            "off; ELECTRA 0.8-0.9; ULMFiT's discriminative rates 1/2.6 = 0.385)",
+             "schedule": "learning-rate schedule: BERT's linear warm-up and decay, or "
+                         "ULMFiT's slanted triangular rate",
+             "cut_fraction": "slanted schedule: share of steps spent increasing the rate",
+             "slanted_ratio": "slanted schedule: the peak rate over the lowest",
+             "unfreeze": "which layer groups train: all, only the top one (the head), or "
+                         "gradually one more per epoch from the top (ULMFiT)",
              "patience": "stop after this many epochs without a better validation score",
              "limit": "use only the first N training examples (smoke runs)"}
     for field in dataclasses.fields(FinetuneSettings):
@@ -68,7 +86,8 @@ def add_common_arguments(parser, **defaults):
                                 help="replace a previous run in the output directory")
         else:
             kind = int if field.name == "limit" else type(value)
-            parser.add_argument(flag, type=kind, default=value, help=helps.get(field.name))
+            parser.add_argument(flag, type=kind, default=value, help=helps.get(field.name),
+                                choices=CHOICES.get(field.name))
 
 
 def add_data_arguments(parser, datasets=(), test_fraction=False, default_valid_fraction=0.1):
@@ -163,7 +182,9 @@ def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
         model, train, evaluate, monitor, settings.output, epochs=settings.epochs,
         learning_rate=settings.learning_rate, warmup_ratio=settings.warmup_ratio,
         weight_decay=settings.weight_decay, layer_decay=settings.layer_decay,
-        patience=settings.patience, mode=mode, verbose=verbose)
+        patience=settings.patience, mode=mode, schedule=settings.schedule,
+        cut_fraction=settings.cut_fraction, ratio=settings.slanted_ratio,
+        unfreeze=settings.unfreeze, verbose=verbose)
 
 
 def finish(model, settings, report, test_metrics=None, extra=None):

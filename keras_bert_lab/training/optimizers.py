@@ -9,16 +9,16 @@ Both builders pass other keyword arguments to Keras, e.g. ``gradient_accumulatio
 (update every 4 batches with their mean gradient) or ``global_clipnorm``.
 
 Layer-wise learning-rate decay (``adamw(..., layer_decay=0.9)``; Clark et al. 2020, ELECTRA §A):
-the top encoder block and the heads learn at the full rate, each block below at ``layer_decay``
-times the one above, the embeddings slowest — lower layers hold general features that fine-tuning
-should move least. ULMFiT's discriminative fine-tuning is the same idea with factor 1/2.6.
+the heads learn at the full rate, each layer group below at ``layer_decay`` times the one above,
+the embeddings slowest — lower layers hold general features that fine-tuning should move least.
+ULMFiT's discriminative fine-tuning is the same rule with factor 1/2.6; the groups are
+:func:`keras_bert_lab.training.transfer.layer_groups`.
 """
-
-import re
 
 import keras
 
 from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.training.transfer import group_learning_rate_factors
 
 
 def decayed_variables(model):
@@ -27,41 +27,9 @@ def decayed_variables(model):
 
 
 def _exclude_one_dimensional(optimizer, model):
-    optimizer.exclude_from_weight_decay(
-        var_list=[v for v in model.trainable_variables if len(v.shape) < 2])
+    # All weights, not only those trainable now: a frozen layer group may be unfrozen later.
+    optimizer.exclude_from_weight_decay(var_list=[v for v in model.weights if len(v.shape) < 2])
     return optimizer
-
-
-def layer_decay_multipliers(model, layer_decay):
-    """``{variable path: learning-rate factor}`` for layer-wise decay over a BERT model.
-
-    With ``L`` encoder blocks, block ``i`` (0-based) gets ``layer_decay ** (L - i)``, the
-    embeddings ``layer_decay ** (L + 1)``; the pooler and task heads are not listed (factor 1).
-
-    Example:
-    >>> from keras_bert_lab.models.bert import BertBackbone
-    >>> factors = layer_decay_multipliers(BertBackbone("tiny"), 0.5)   # 2 blocks
-    >>> [factors[p] for p in ("embeddings/position_embedding", "encoder_layer_0/ffn_in/kernel",
-    ...                       "encoder_layer_1/ffn_in/kernel")]
-    [0.125, 0.25, 0.5]
-    """
-    num_layers = None
-    factors = {}
-    for variable in model.trainable_variables:
-        path = variable.path
-        match = re.search(r"(?:^|/)encoder_layer_(\d+)/", path)
-        if match:
-            num_layers = num_layers or _num_layers(model)
-            factors[path] = layer_decay ** (num_layers - int(match.group(1)))
-        elif re.search(r"(?:^|/)embeddings/", path):
-            num_layers = num_layers or _num_layers(model)
-            factors[path] = layer_decay ** (num_layers + 1)
-    return factors
-
-
-def _num_layers(model):
-    backbone = getattr(model, "backbone", model)
-    return backbone.config.num_layers
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -108,7 +76,7 @@ def adamw(model, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999
           global_clipnorm=1.0, layer_decay=None, **kwargs):
     """AdamW as BERT uses it (β₂ 0.999, ε 1e-6, decay 0.01, gradients clipped to global norm 1).
 
-    ``layer_decay`` < 1 gives each encoder block its own rate (see the module docstring).
+    ``layer_decay`` < 1 gives each layer group its own rate (see the module docstring).
 
     Example:
     >>> from keras_bert_lab.models.bert import BertBackbone
@@ -120,9 +88,10 @@ def adamw(model, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999
                    beta_2=beta_2, epsilon=epsilon, global_clipnorm=global_clipnorm, **kwargs)
     if layer_decay is not None and layer_decay != 1.0:
         if not 0.0 < layer_decay <= 1.0:
-            raise ConfigError(f"layer_decay={layer_decay}; use a factor in (0, 1] (e.g. 0.9).")
-        optimizer = LayerwiseAdamW(lr_multipliers=layer_decay_multipliers(model, layer_decay),
-                                   **options)
+            raise ConfigError(f"layer_decay={layer_decay}; use a factor in (0, 1] (e.g. 0.9, or "
+                              "ULMFiT's 1/2.6).")
+        optimizer = LayerwiseAdamW(
+            lr_multipliers=group_learning_rate_factors(model, layer_decay), **options)
     else:
         optimizer = keras.optimizers.AdamW(**options)
     return _exclude_one_dimensional(optimizer, model)

@@ -5,8 +5,8 @@ import pytest
 
 from keras_bert_lab.errors import DataError
 from keras_bert_lab.pipelines.language_model import (block_order, elmo_dataset, lm_blocks,
-                                                     lm_dataset, type_characters, word_stream,
-                                                     word_vocabulary)
+                                                     lm_dataset, tbptt_blocks, type_characters,
+                                                     word_stream, word_vocabulary)
 
 
 def test_blocks_cover_every_target_once_and_separate_documents():
@@ -86,3 +86,21 @@ def test_elmo_batches_spell_the_inputs_and_target_each_word_once_per_direction()
                              epochs=2).as_numpy_iterator())
     assert len(resumed) == len(full) - 3
     np.testing.assert_array_equal(resumed[0][0]["character_ids"], full[3][0]["character_ids"])
+
+
+def test_tbptt_blocks_continue_each_row_across_batches():
+    tokens = np.arange(1000) * 7 % 997
+    blocks = tbptt_blocks(tokens, batch_size=4, bptt=10)
+    batches = blocks.reshape(-1, 4, 11)                           # (windows, B, bptt + 1)
+    part = 999 // 4
+    assert len(batches) == part // 10
+    for b in range(4):
+        row = np.concatenate([batches[0, b]] + [w[b, 1:] for w in batches[1:]])
+        np.testing.assert_array_equal(row, tokens[b * part:b * part + len(row)])
+    x, y, _ = next(iter(lm_dataset(blocks, batch_size=4, shuffle=False, skip_batches=1)))
+    np.testing.assert_array_equal(x["token_ids"].numpy(), batches[1, :, :-1])
+    np.testing.assert_array_equal(y.numpy(), batches[1, :, 1:])
+    with pytest.raises(DataError, match="--bptt 2"):
+        tbptt_blocks(tokens, batch_size=4, bptt=1)
+    with pytest.raises(DataError, match="lower --batch-size"):
+        tbptt_blocks(tokens[:30], batch_size=4, bptt=10)

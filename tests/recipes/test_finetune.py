@@ -26,6 +26,20 @@ def test_settings_flags_and_output_dir(tmp_path):
         FinetuneSettings(warmup_ratio=1.5)
 
 
+def test_ulmfit_technique_flags():
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser)
+    settings = settings_from_args(parser.parse_args(
+        ["--schedule", "slanted", "--cut-fraction", "0.2", "--slanted-ratio", "16",
+         "--unfreeze", "gradual", "--layer-decay", "0.385"]))
+    assert (settings.schedule, settings.cut_fraction, settings.slanted_ratio, settings.unfreeze,
+            settings.layer_decay) == ("slanted", 0.2, 16.0, "gradual", 0.385)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--unfreeze", "bottom"])
+    with pytest.raises(ConfigError, match="--cut-fraction"):
+        FinetuneSettings(cut_fraction=1.0)
+
+
 def parse(*argv, test_fraction=True):
     parser = argparse.ArgumentParser()
     add_data_arguments(parser, ["set"], test_fraction=test_fraction, default_valid_fraction=0.2)

@@ -9,7 +9,8 @@ from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 from keras_bert_lab.errors import TrainingError
 from keras_bert_lab.training.checkpoints import (TrainingCheckpoint, list_checkpoints,
                                                  restore_checkpoint, save_checkpoint)
-from keras_bert_lab.training.optimizers import adamw, lamb, layer_decay_multipliers
+from keras_bert_lab.training.optimizers import adamw, lamb
+from keras_bert_lab.training.transfer import group_learning_rate_factors
 from keras_bert_lab.training.schedules import SlantedTriangular, WarmupLinearDecay
 from tests.tasks.test_pretraining import pretraining_batch
 
@@ -72,12 +73,12 @@ def test_layer_decay_scales_each_update():
 
     _, plain = one_step(None)
     model, scaled = one_step(0.5)
-    factors = layer_decay_multipliers(model, 0.5)
+    factors = group_learning_rate_factors(model, 0.5)
     assert factors["encoder_layer_1/ffn_in/kernel"] == 0.5
     assert factors["embeddings/token_embedding/embeddings"] == 0.125
-    assert "pooler/kernel" not in factors
+    assert factors["pooler/kernel"] == 1.0
     for path, delta in plain.items():
-        expected = factors.get(path, 1.0) * delta
+        expected = factors[path] * delta
         np.testing.assert_allclose(scaled[path], expected, atol=1e-6, err_msg=path)
     assert np.abs(plain["encoder_layer_0/ffn_in/kernel"]).max() > 1e-3  # the step did move it
     with pytest.raises(ValueError, match="layer_decay"):
