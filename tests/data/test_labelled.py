@@ -158,3 +158,14 @@ def test_split_indices_and_unknown_dataset():
         ld.load_dataset("sst2")
     with pytest.raises(DataError, match="Unknown labelled data set 'wnut16'"):
         ld.load_dataset("wnut16")   # a tagging set, not a labelled one
+
+
+def test_question_labels_keep_each_line_once_and_name_a_bad_line(tmp_path):
+    path = tmp_path / "q.txt"
+    path.write_text("NUM:date When was it ?\nLOC:city Where is it ?\nNUM:date When was it ?\n")
+    data = ld.read_question_labels(path)
+    assert (data.texts, data.labels, data.lines) == (["When was it ?", "Where is it ?"],
+                                                     ["NUM", "LOC"], [1, 2])
+    path.write_text("NUM:date When ?\nno label here\n")
+    with pytest.raises(DataError, match="line 2: expected 'COARSE:fine question'"):
+        ld.read_question_labels(path)
