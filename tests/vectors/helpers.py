@@ -4,9 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-# NumPy-only code: run it under one backend; the Keras parts run under every backend.
-numpy_only = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                                reason="backend-independent NumPy code; runs once")
+from tests.markers import backend_independent as numpy_only  # noqa: F401  (run once)
 
 
 def gensim_keyed(vectors):
