@@ -10,8 +10,8 @@ import sys
 import time
 
 from keras_bert_lab.errors import KblError
-from keras_bert_lab.recipes import (classify, features, generate, ner, preset_commands, pretrain,
-                                    squad, word2vec)
+from keras_bert_lab.recipes import (classify, export, features, generate, ner, preset_commands,
+                                    pretrain, squad, word2vec)
 
 
 def _models(args):
@@ -231,6 +231,7 @@ def build_parser():
     _add_vectors_command(sub)
     features.register(sub)
     generate.register(sub)
+    export.register(sub)
     p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) or, with --bpe, "
                                      "GPT-1 byte-pair merges on a corpus")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",

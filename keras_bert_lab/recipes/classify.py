@@ -180,7 +180,8 @@ def run_classification(args):
                            names)
     extra = {"data": how, "problem": problem, "labels": names, "valid": valid_scores,
              "sizes": {name: len(splits[name]) for name in data}}
-    return common.finish(model, settings, report, test_metrics=test_scores, extra=extra)
+    return common.finish(model, settings, report, test_metrics=test_scores, extra=extra,
+                         preprocessor={"pair": bool(args.pair)})
 
 
 def run_choice(args):

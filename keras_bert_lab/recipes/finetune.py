@@ -187,16 +187,18 @@ def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
         unfreeze=settings.unfreeze, verbose=verbose)
 
 
-def finish(model, settings, report, test_metrics=None, extra=None):
+def finish(model, settings, report, test_metrics=None, extra=None, preprocessor=None):
     """Write ``metrics.json`` and the fine-tuned preset (``output/preset``, recording the
-    sequence length); print a summary. Returns the metrics dict: ``report`` from
-    :func:`fine_tune`, ``test`` metrics, the settings and the backend."""
+    sequence length and ``preprocessor``'s entries, e.g. ``{"pair": True}``); print a summary.
+    Returns the metrics dict: ``report`` from :func:`fine_tune`, ``test`` metrics, the settings
+    and the backend."""
     output = pathlib.Path(settings.output)
     metrics = {**report, "test": test_metrics, "settings": settings.to_dict(),
                "backend": keras.backend.backend(), **(extra or {})}
     preset = model.save_to_preset(output / "preset", overwrite=True,
                                   source=f"fine-tuned from {settings.preset} by kbl finetune",
-                                  preprocessor={"sequence_length": settings.sequence_length})
+                                  preprocessor={"sequence_length": settings.sequence_length,
+                                                **(preprocessor or {})})
     metrics["preset"] = str(preset)
     write_json(output / "metrics.json", metrics)
     best = report["best"]

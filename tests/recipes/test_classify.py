@@ -77,7 +77,7 @@ def test_classify_run_from_csv_files(tmp_path):
     assert saved["best"]["accuracy"] == metrics["best"]["accuracy"]
     model = BertClassifier.from_preset(out / "preset")
     assert model.labels == ["neg", "pos"]
-    assert read_preset(out / "preset").preprocessor == {"sequence_length": 16}
+    assert read_preset(out / "preset").preprocessor == {"sequence_length": 16, "pair": False}
     predictions = list(csv.DictReader(open(out / "test_predictions.csv", encoding="utf-8")))
     assert len(predictions) == 16 and {p["predicted"] for p in predictions} <= {"neg", "pos"}
 
@@ -94,6 +94,7 @@ def test_pair_regression_and_choice_runs(tmp_path):
     metrics = args.run(args)
     assert metrics["problem"] == "regression" and metrics["sizes"]["train"] == 4
     assert {"pearson", "spearman", "mse"} <= set(metrics["best"])
+    assert read_preset(tmp_path / "pair" / "preset").preprocessor["pair"] is True
     rows = [{"context": "He opened the door", "choices": ["and walked in.", "and ate it."],
              "label": 0}] * 6
     mc = tmp_path / "mc.jsonl"

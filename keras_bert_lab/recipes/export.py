@@ -1,0 +1,56 @@
+"""``kbl export``: a fine-tuned classifier preset → a SavedModel that serves raw text.
+
+The command line of :func:`keras_bert_lab.export.export_saved_model`: the SavedModel takes
+strings (``serve(text)``, or ``serve(text_a, text_b)`` for sentence pairs) and returns class
+names and probabilities, with tokenization inside the graph, and loads with
+``tf.saved_model.load`` without keras_bert_lab. A model trained on any backend exports the same
+way. Example::
+
+    kbl finetune classify --dataset rotten_tomatoes --output out/sentiment
+    kbl export out/sentiment/preset --out export/sentiment
+    python -c "import tensorflow as tf; m = tf.saved_model.load('export/sentiment'); \\
+               print(m.serve(tf.constant(['A gripping, funny film.']))['label'])"
+"""
+
+
+def register(subparsers):
+    """Add ``kbl export`` to the top-level sub-commands."""
+    p = subparsers.add_parser(
+        "export", help="export a fine-tuned classifier preset as a TensorFlow SavedModel that "
+                       "serves raw text",
+        description="Write a SavedModel whose serve() takes strings and returns labels and "
+                    "scores; tokenization runs inside the graph, and the result loads with "
+                    "tf.saved_model.load without keras_bert_lab, Keras or tensorflow-text.")
+    p.add_argument("preset", help="a BertClassifier preset: directory (e.g. the preset/ folder "
+                                  "of `kbl finetune classify|pair`) or name")
+    p.add_argument("--out", required=True, help="the SavedModel directory to write")
+    p.add_argument("--sequence-length", type=int, default=None, metavar="N",
+                   help="tokens per input, longer texts are cut (default: the length the preset "
+                        "was fine-tuned with, else 128)")
+    inputs = p.add_mutually_exclusive_group()
+    inputs.add_argument("--pair", dest="pair", action="store_true", default=None,
+                        help="the model reads sentence pairs: serve(text_a, text_b) (default: "
+                             "what the preset records)")
+    inputs.add_argument("--single", dest="pair", action="store_false",
+                        help="the model reads one text: serve(text)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace --out if it holds a previous export (any other folder is "
+                        "refused)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args):
+    """Export, then print what was written and how to call it; returns the directory."""
+    from keras_bert_lab.export import export_saved_model, read_export_info
+
+    directory = export_saved_model(args.preset, args.out, sequence_length=args.sequence_length,
+                                   pair=args.pair, overwrite=args.overwrite)
+    info = read_export_info(directory)
+    serve = info["signatures"]["serve"]
+    classes = f"; classes {info['labels']}" if info["problem"] != "regression" else ""
+    print(f"wrote {directory}: {info['task']} ({info['problem']}{classes}), sequence length "
+          f"{info['sequence_length']}\n  serve({', '.join(serve['inputs'])}) -> "
+          f"{', '.join(serve['outputs'])}   (also serve_ids, preprocess)\n  load: import "
+          f"tensorflow as tf; model = tf.saved_model.load({str(directory)!r})")
+    return directory
