@@ -6,12 +6,15 @@ when they are used. The models and tasks are exported here; text comes in throug
 ``keras_bert_lab.preprocessing`` (e.g. ``BertTextPreprocessor.from_preset(...)``).
 """
 
+from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
+from keras_bert_lab.models.awd_lstm_config import AwdLstmConfig
 from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import BertConfig
 from keras_bert_lab.models.elmo import ElmoBiLM
 from keras_bert_lab.models.elmo_config import ElmoConfig
 from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM
 from keras_bert_lab.tasks.classifier import BertClassifier
 from keras_bert_lab.tasks.elmo_lm import ElmoLanguageModel
@@ -22,9 +25,11 @@ from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.tasks.question_answering import BertSpanQA
 from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder
 from keras_bert_lab.tasks.token_classification import BertTokenClassifier
+from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
 from keras_bert_lab.version import __version__
 
-__all__ = ["BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
+__all__ = ["AwdLstmBackbone", "AwdLstmConfig", "AwdLstmLanguageModel", "UlmfitClassifier",
+           "BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
            "BertSpanQA", "BertTokenClassifier", "ElmoBiLM", "ElmoConfig", "ElmoLanguageModel",
            "FeatureTagger", "GPTBackbone", "GPTCausalLM", "GPTClassifier", "GPTConfig",
            "GPTMultipleChoice", "SentenceEmbedder", "__version__"]

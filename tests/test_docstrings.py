@@ -39,7 +39,10 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.pipelines.language_model", "keras_bert_lab.models.gpt_config",
     "keras_bert_lab.models.gpt", "keras_bert_lab.layers.decoder", "keras_bert_lab.tasks.causal_lm",
     "keras_bert_lab.presets.convert.openai_gpt", "keras_bert_lab.recipes.elmo_pretrain",
-    "keras_bert_lab.training.transfer",
+    "keras_bert_lab.training.transfer", "keras_bert_lab.layers.awd",
+    "keras_bert_lab.models.awd_lstm_config", "keras_bert_lab.models.awd_lstm",
+    "keras_bert_lab.tasks.awd_lm", "keras_bert_lab.tasks.ulmfit_classifier",
+    "keras_bert_lab.preprocessing.word_tokenizer", "keras_bert_lab.recipes.awd_tasks",
 }
 
 

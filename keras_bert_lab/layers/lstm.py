@@ -18,6 +18,13 @@ state unchanged at padded steps and zeroes their outputs, so a batch gives each 
 get alone. ``go_backwards`` reads each sequence back to front *within its length* (padding stays
 at the end) and returns the outputs in the original order — the backward LM of the biLM.
 
+Two options serve the AWD-LSTM (Merity et al. 2017) and leave the layer unchanged when unused:
+``weight_drop`` applies DropConnect to the hidden-to-hidden part of ``kernel`` (``W_h``) in
+training — one mask per call, shared by every time step and row, kept entries scaled by
+``1/(1-p)`` as ``F.dropout`` in the original's ``WeightDrop`` — and ``gradient_cut`` (a call
+argument) stops gradients from flowing back through the state into chosen steps, so one scan can
+hold a document of which only the end is trained (ULMFiT's BPT3C).
+
 Shapes: ``B`` batch, ``T`` time steps, ``D`` input width, ``U`` cells, ``P`` projection.
 
 Example:
@@ -35,9 +42,12 @@ Example:
 """
 
 import functools
+import random
 
 import keras
 from keras import ops
+
+from keras_bert_lab.errors import ConfigError
 
 
 def reverse_within_length(x, padding_mask):
@@ -57,11 +67,13 @@ def reverse_within_length(x, padding_mask):
 class ProjectedLSTM(keras.layers.Layer):
     """LSTM with output projection and clipping over a masked sequence (see the module docstring).
 
-    Call: ``lstm(inputs, padding_mask=None, initial_state=None, return_state=False)`` with
-    ``inputs`` (B, T, D), ``padding_mask`` (B, T) (1 real, 0 padding; padding at the end),
-    ``initial_state`` an ``(h, c)`` pair of (B, P) and (B, U) (zeros if omitted). Returns the
-    outputs (B, T, P) — zero at padded steps — or ``(outputs, h, c)`` with the final state: the
-    state after a row's last real step (for ``go_backwards``, after its first).
+    Call: ``lstm(inputs, padding_mask=None, initial_state=None, return_state=False,
+    gradient_cut=None)`` with ``inputs`` (B, T, D), ``padding_mask`` (B, T) (1 real, 0 padding;
+    padding at the end), ``initial_state`` an ``(h, c)`` pair of (B, P) and (B, U) (zeros if
+    omitted), ``gradient_cut`` (B, T): where 1, the state entering step ``t`` passes its value but
+    no gradient (forward direction only). Returns the outputs (B, T, P) — zero at padded steps —
+    or ``(outputs, h, c)`` with the final state: the state after a row's last real step (for
+    ``go_backwards``, after its first).
 
     Args:
         units: ``U``, memory cells.
@@ -70,12 +82,24 @@ class ProjectedLSTM(keras.layers.Layer):
         forget_bias: added to the forget gate at run time (TensorFlow's 1.0).
         go_backwards: run each sequence back to front within its length.
         kernel_initializer, projection_initializer: for ``W`` (D + P, 4U) and ``W_P`` (U, P).
+        weight_drop: DropConnect rate on ``W_h`` (the last ``P`` rows of ``kernel``) in training;
+            0: none (no seed generator is made).
+        seed: integer seed of the weight-drop masks; ``None``: drawn from Python's ``random``
+            (which ``keras.utils.set_random_seed`` seeds), so masks live in the layer's
+            seed-generator state on every backend.
     """
 
     def __init__(self, units, projection_dim=None, cell_clip=None, projection_clip=None,
                  forget_bias=1.0, go_backwards=False, kernel_initializer="glorot_uniform",
-                 projection_initializer="glorot_uniform", **kwargs):
+                 projection_initializer="glorot_uniform", weight_drop=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
+        if isinstance(weight_drop, bool) or not 0.0 <= weight_drop < 1.0:
+            raise ConfigError(f"ProjectedLSTM weight_drop must be in [0, 1), got {weight_drop!r}.")
+        self.weight_drop = float(weight_drop)
+        self.seed = None
+        if self.weight_drop:
+            self.seed = random.randint(1, 2**31 - 1) if seed is None else int(seed)
+            self.seed_generator = keras.random.SeedGenerator(self.seed, name="weight_drop_seed")
         self.units, self.projection_dim = int(units), projection_dim
         self.cell_clip, self.projection_clip = cell_clip, projection_clip
         self.forget_bias, self.go_backwards = float(forget_bias), bool(go_backwards)
@@ -93,8 +117,19 @@ class ProjectedLSTM(keras.layers.Layer):
                                                                         self.output_dim),
                                               initializer=self.projection_initializer)
 
-    def _step(self, recurrent_kernel, state, step):
+    def recurrent_kernel(self, training=None):
+        """``W_h`` (P, 4U) as a call uses it: weight-dropped (scaled) in training."""
+        kernel = self.kernel[self.input_dim:]
+        if training and self.weight_drop:
+            kernel = keras.random.dropout(kernel, self.weight_drop, seed=self.seed_generator)
+        return kernel
+
+    def _step(self, recurrent_kernel, cut, state, step):
         h, c = state                                      # h (B, P), c (B, U)
+        if cut:                                           # last column: stop the gradient here
+            stop, step = step[:, -1:] > 0.5, step[:, :-1]
+            h = ops.where(stop, ops.stop_gradient(h), h)
+            c = ops.where(stop, ops.stop_gradient(c), c)
         z, keep = step[:, :-1], step[:, -1:] > 0.5        # (B, 4U) x·W_x + b; (B, 1) real step
         z = z + ops.matmul(h, recurrent_kernel)
         i, j, f, o = ops.split(z, 4, axis=-1)
@@ -111,12 +146,16 @@ class ProjectedLSTM(keras.layers.Layer):
         # in arrays shaped like the carry. Only the first (the masked output) is used.
         return (h, c), (ops.where(keep, new_h, ops.zeros_like(new_h)), c)
 
-    def call(self, inputs, padding_mask=None, initial_state=None, return_state=False):
+    def call(self, inputs, padding_mask=None, initial_state=None, return_state=False,
+             gradient_cut=None, training=None):
         batch, steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
         if padding_mask is None:
             padding_mask = ops.ones((batch, steps), "bool")
         mask = ops.cast(padding_mask, "bool")                                  # (B, T)
         if self.go_backwards:
+            if gradient_cut is not None:
+                raise ConfigError("gradient_cut is for forward LSTMs; go_backwards=True reads "
+                                  "each row back to front.")
             inputs = reverse_within_length(inputs, mask)
         if initial_state is None:
             initial_state = (ops.zeros((batch, self.output_dim), self.compute_dtype),
@@ -124,9 +163,12 @@ class ProjectedLSTM(keras.layers.Layer):
         z = ops.matmul(inputs, self.kernel[:self.input_dim]) + self.bias       # (B, T, 4U)
         # One scanned tensor (T, B, 4U + 1), the mask as its last column: Keras' TensorFlow scan
         # (3.15) fails on several scanned tensors when T is unknown.
-        steps_first = ops.transpose(ops.concatenate(
-            [z, ops.cast(mask, z.dtype)[:, :, None]], axis=-1), (1, 0, 2))
-        step = functools.partial(self._step, self.kernel[self.input_dim:])
+        columns = [z, ops.cast(mask, z.dtype)[:, :, None]]
+        if gradient_cut is not None:
+            columns.append(ops.cast(gradient_cut, z.dtype)[:, :, None])
+        steps_first = ops.transpose(ops.concatenate(columns, axis=-1), (1, 0, 2))
+        step = functools.partial(self._step, self.recurrent_kernel(training),
+                                 gradient_cut is not None)
         (h, c), (outputs, _) = ops.scan(step, tuple(initial_state), steps_first)
         outputs = ops.transpose(outputs, (1, 0, 2))                            # (B, T, P)
         if self.go_backwards:
@@ -134,7 +176,7 @@ class ProjectedLSTM(keras.layers.Layer):
         return (outputs, h, c) if return_state else outputs
 
     def compute_output_spec(self, inputs, padding_mask=None, initial_state=None,
-                            return_state=False):
+                            return_state=False, gradient_cut=None, training=None):
         batch, steps = inputs.shape[0], inputs.shape[1]
         outputs = keras.KerasTensor((batch, steps, self.output_dim), self.compute_dtype)
         if not return_state:
@@ -149,4 +191,5 @@ class ProjectedLSTM(keras.layers.Layer):
                 "go_backwards": self.go_backwards,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "projection_initializer": keras.initializers.serialize(
-                    self.projection_initializer)}
+                    self.projection_initializer),
+                "weight_drop": self.weight_drop, "seed": self.seed}

@@ -29,7 +29,7 @@ from keras_bert_lab.data.labels import LabelVocabulary
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.metrics.classification import accuracy, classification_scores
 from keras_bert_lab.recipes import finetune as common
-from keras_bert_lab.recipes import gpt_tasks
+from keras_bert_lab.recipes import awd_tasks, gpt_tasks
 from keras_bert_lab.tasks.classifier import BertClassifier, decode_logits
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 
@@ -144,9 +144,13 @@ def run_classification(args):
         encode = vocab.encode_multi_hot if args.multi_label else vocab.encode
         return encode(part.labels, source=part.source, lines=part.lines)
 
-    if gpt_tasks.is_gpt(settings.preset):
-        model, features = gpt_tasks.classification(settings, args, problem,
-                                                   len(names) if names else 1, splits)
+    side = gpt_tasks if gpt_tasks.is_gpt(settings.preset) else \
+        awd_tasks if awd_tasks.is_awd(settings.preset) else None
+    if side is not None:
+        if side is awd_tasks:
+            gpt_tasks.refuse_gpt_flags(args)
+        model, features = side.classification(settings, args, problem,
+                                              len(names) if names else 1, splits)
         data = {name: (features[name], targets(splits[name])) for name in features}
     else:
         gpt_tasks.refuse_gpt_flags(args)

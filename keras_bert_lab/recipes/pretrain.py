@@ -303,17 +303,24 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, help="output directory of the run")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
-    parser.add_argument("--model", choices=("bert", "gpt", "elmo"), default="bert",
+    parser.add_argument("--model", choices=("bert", "gpt", "elmo", "awd-lstm"), default="bert",
                         help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
                              "decoder on contiguous text (recipes.language_model); elmo: the "
                              "biLM, forward and backward word LMs over characters "
-                             "(recipes.elmo_pretrain; --optimizer adamw or adagrad)")
-    parser.add_argument("--bpe-merges", type=int, default=8000,
-                        help="gpt: merges of the byte-pair vocabulary learned on the corpus when "
-                             "--vocabulary (a directory with vocab.txt + merges.txt) is not given")
-    parser.add_argument("--min-count", type=int, default=3,
-                        help="elmo: words seen fewer times in the corpus are <UNK> to the softmax "
-                             "when --vocabulary (a vocab.txt of words) is not given")
+                             "(recipes.elmo_pretrain; --optimizer adamw or adagrad); awd-lstm: "
+                             "ULMFiT's word LM by truncated BPTT, from scratch or, with "
+                             "--init-preset, fine-tuned on a target task's text "
+                             "(recipes.awd_pretrain)")
+    parser.add_argument("--bpe-merges", type=int, default=None,
+                        help="gpt (default 8000): merges of the byte-pair vocabulary learned on "
+                             "the corpus when --vocabulary (vocab.txt + merges.txt) is not given")
+    parser.add_argument("--min-count", type=int, default=None,
+                        help="elmo (default 3), awd-lstm (default 2): words seen fewer times in "
+                             "the corpus are <unk> when --vocabulary (a vocab.txt of words) is "
+                             "not given; awd-lstm with --init-preset: new words added")
+    for flag, help_text in MODEL_FLAGS.items():
+        parser.add_argument(flag, default=None, type=float if "decay" in flag else (
+            int if "max" in flag else str), help=help_text)
     for field in dataclasses.fields(PretrainSettings):
         if field.name == "corpus":
             continue
@@ -329,12 +336,35 @@ def add_arguments(parser):
             parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 
+# Flags of the AWD-LSTM only (flag: help).
+MODEL_FLAGS = {
+    "--init-preset": "awd-lstm: a stage-1 AWD-LSTM preset to fine-tune on --corpus (ULMFiT's "
+                     "target-task LM fine-tuning)",
+    "--max-vocabulary": "awd-lstm: words kept, most frequent first (default 30000)",
+    "--layer-decay": "awd-lstm: learning-rate factor from each layer group to the one below "
+                     "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
+}
+ONLY_FOR = {"bpe_merges": ("gpt",), "min_count": ("elmo", "awd-lstm"),
+            "init_preset": ("awd-lstm",), "max_vocabulary": ("awd-lstm",),
+            "layer_decay": ("awd-lstm",)}   # set for another model: an error
+
+
+def _refuse_foreign_flags(args):
+    for name, models in ONLY_FOR.items():
+        if getattr(args, name, None) is not None and args.model not in models:
+            raise ConfigError(f"--{name.replace('_', '-')} applies to --model "
+                              f"{' or '.join(models)} only; leave it out with --model "
+                              f"{args.model}.")
+
+
 def _language_model_settings(args):
     """The settings of ``kbl pretrain --model gpt|elmo`` (``LanguageModelSettings``,
     ``ElmoPretrainSettings``); a BERT-only flag set away from its default is an error rather than
     silently ignored. Flags left unset (``None``) take the recipe's defaults."""
     if args.model == "elmo":
         from keras_bert_lab.recipes.elmo_pretrain import ElmoPretrainSettings as settings_class
+    elif args.model == "awd-lstm":
+        from keras_bert_lab.recipes.awd_pretrain import AwdPretrainSettings as settings_class
     else:
         from keras_bert_lab.recipes.language_model import LanguageModelSettings as settings_class
 
@@ -351,12 +381,14 @@ def _language_model_settings(args):
 
 
 def main(args):
+    _refuse_foreign_flags(args)
     if getattr(args, "model", "bert") != "bert":
-        from keras_bert_lab.recipes import elmo_pretrain, language_model
+        from keras_bert_lab.recipes import awd_pretrain, elmo_pretrain, language_model
 
         settings = _language_model_settings(args)
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        recipe = elmo_pretrain if args.model == "elmo" else language_model
+        recipe = {"elmo": elmo_pretrain, "awd-lstm": awd_pretrain}.get(args.model,
+                                                                      language_model)
         metrics = recipe.run(settings, args.output, resume=args.resume, overwrite=args.overwrite)
         print(json.dumps(metrics, indent=2))
         return metrics

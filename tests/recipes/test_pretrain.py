@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("tensorflow_text")
 
 from keras_bert_lab.recipes.pretrain import PretrainSettings, TrainingError, run  # noqa: E402
+from keras_bert_lab.training.run import prepare_output  # noqa: E402
 
 WORDS = ("river city music album team season film station school bridge war king "
          "history church island song road league army village").split()
@@ -112,7 +113,7 @@ def test_accumulation_counts_updates_and_resumes_exactly(corpus_file, tmp_path):
 
 def test_resume_with_other_settings_is_refused(corpus_file, tmp_path):
     out = str(tmp_path / "run")
-    run(settings_for(corpus_file, steps=2), out, verbose=0)
+    prepare_output(out, settings_for(corpus_file, steps=2).to_dict())   # what a run starts with
     with pytest.raises(TrainingError, match="different settings"):
         run(settings_for(corpus_file, steps=2, learning_rate=1e-2), out, resume=True, verbose=0)
     with pytest.raises(TrainingError, match="holds no run"):

@@ -1,6 +1,5 @@
 """Shared pieces of the word-vector tests."""
 
-import keras
 import numpy as np
 import pytest
 

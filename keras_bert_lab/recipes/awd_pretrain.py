@@ -1,0 +1,259 @@
+"""``kbl pretrain --model awd-lstm``: ULMFiT's language-model stages, from raw text to a preset.
+
+ULMFiT (Howard & Ruder 2018) trains one AWD-LSTM language model twice:
+
+1. **general-domain pretraining** (§3.1) on WikiText — here WikiText-2 — from scratch;
+2. **target-task LM fine-tuning** (§3.2) on the task's own text, labels unused: the same run with
+   ``--init-preset`` (the stage-1 preset) and ``--corpus`` the task's text (a file, or a registry
+   labelled set such as ``rotten_tomatoes``, whose training texts are read). Words of the task
+   that the general vocabulary lacks are added (``--min-count`` occurrences) with rows at the mean
+   embedding; the layer groups learn at rates ``η/2.6^k`` (``--layer-decay``, default 1/2.6 for
+   this stage) under the slanted triangular schedule.
+
+Both stages train by truncated back-propagation through time over contiguous text
+(:func:`keras_bert_lab.pipelines.language_model.tbptt_blocks`; every batch continues the last, the
+LSTM states carried, §4.4 of Merity et al. 2017), through the machinery of every pretraining recipe
+(:mod:`keras_bert_lab.training.pretrain`: checkpoints that hold the carried states too, so resume is
+exact; a CSV log; curves). Held-out perplexity is measured by a model that shares every weight but
+carries its own states, over the held-out text in the same layout, next to interpolated Kneser-Ney
+trigrams on exactly the same targets; in stage 2 also before any fine-tuning, so the gain is
+visible. The third stage — the classifier — is ``kbl finetune classify --preset OUT/preset`` with
+``--unfreeze gradual --schedule slanted --layer-decay 0.385``.
+"""
+
+import dataclasses
+import os
+import time
+
+import keras
+import numpy as np
+
+from keras_bert_lab.errors import ConfigError, DataError, TrainingError
+from keras_bert_lab.models.awd_lstm import AwdLstmBackbone, reset_states
+from keras_bert_lab.models.awd_lstm_config import AwdLstmConfig
+from keras_bert_lab.preprocessing.word_tokenizer import WordTokenizer, resize_rows
+from keras_bert_lab.presets.weights import named_variables
+from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
+from keras_bert_lab.training.checkpoints import restore_checkpoint
+from keras_bert_lab.training.optimizers import adamw
+from keras_bert_lab.training.pretrain import Phase, train_phases
+from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.schedules import SlantedTriangular
+
+LOG_COLUMNS = ("step", "split", "loss", "perplexity", "accuracy", "learning_rate",
+               "tokens_per_s", "elapsed_s")
+
+
+@dataclasses.dataclass
+class AwdPretrainSettings:
+    """What defines an AWD-LSTM language-model run (stored as ``settings.json``)."""
+
+    model: str = "awd-lstm"
+    corpus: tuple = ("wikitext2",)
+    eval_corpus: str | None = "wikitext2:valid"
+    init_preset: str | None = None     # stage 2: continue this AWD-LSTM preset on --corpus
+    vocabulary: str | None = None      # a directory with vocab.txt; None: built on the corpus
+    max_vocabulary: int = 30000
+    min_count: int = 2
+    size: str = "small"
+    sequence_length: int = 70          # the BPTT window
+    batch_size: int = 32
+    steps: int = 1000
+    learning_rate: float = 3e-3
+    layer_decay: float | None = None   # None: 1 from scratch, 1/2.6 with --init-preset
+    weight_decay: float = 0.01
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 3
+    eval_every: int = 200
+    eval_batches: int = 20
+    log_every: int = 20
+    seed: int = 0
+
+    def __post_init__(self):
+        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
+        if self.model != "awd-lstm":
+            raise ConfigError(f"--model {self.model!r}: this recipe trains 'awd-lstm'.")
+        for name in ("batch_size", "steps", "checkpoint_every", "keep_checkpoints",
+                     "eval_every", "eval_batches", "log_every", "max_vocabulary", "min_count"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
+                                  f"{getattr(self, name)}.")
+        if self.sequence_length < 2:
+            raise ConfigError(f"--sequence-length (the BPTT window) {self.sequence_length} must "
+                              "be at least 2; the AWD-LSTM uses 70.")
+        if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
+            raise ConfigError(f"--layer-decay {self.layer_decay} must be in (0, 1].")
+
+    def to_dict(self):
+        data = dataclasses.asdict(self)
+        data["corpus"] = list(self.corpus)
+        return data
+
+
+def read_lines(source, part="train"):
+    """Sentences of a corpus (``load_corpus``), or the texts of a registry labelled set's
+    ``part`` (a target task's own text, labels unused)."""
+    from keras_bert_lab.data import registry
+    from keras_bert_lab.data.corpora import load_corpus
+    from keras_bert_lab.data.labelled import load_dataset
+
+    name, _, named_part = source.partition(":")
+    sets = registry.names(kind="labelled")
+    if name in sets:
+        return list(load_dataset(name)[named_part or part].texts)
+    try:
+        return [s for document in load_corpus(source).documents for s in document]
+    except DataError as error:
+        raise DataError(f"{error} A target task's text can also come from a labelled set: "
+                        f"{', '.join(sets)}.") from None
+
+
+def _tokenizer(settings, output_dir, lines, preset):
+    """The run's words: a resumed run's, ``--vocabulary``, the preset's (+ the corpus' new
+    words), or built on the corpus. Returns ``(tokenizer, rows)`` (rows: see ``extend``)."""
+    saved = os.path.join(output_dir, "tokenizer")
+    if os.path.isfile(os.path.join(saved, "vocab.txt")):
+        tokenizer = WordTokenizer.from_directory(saved)
+        rows = np.arange(len(preset.vocabulary())) if preset else None
+        if rows is not None:
+            rows = np.concatenate([rows, np.full(tokenizer.vocabulary_size - len(rows), -1)])
+        return tokenizer, rows
+    if preset is not None:
+        base = WordTokenizer(preset.vocabulary())
+        return base.extend(lines, min_count=settings.min_count,
+                           max_new=max(0, settings.max_vocabulary - base.vocabulary_size))
+    if settings.vocabulary:
+        return WordTokenizer.from_directory(settings.vocabulary), None
+    return WordTokenizer.build(lines, max_size=settings.max_vocabulary,
+                               min_count=settings.min_count), None
+
+
+def build_model(settings, vocab_size, steps, preset=None, rows=None):
+    """A compiled stateful ``AwdLstmLanguageModel``: AdamW (ULMFiT's β 0.7/0.99, the AWD-LSTM's
+    clipping at global norm 0.25) under the slanted triangular rate; from ``preset`` with its
+    embedding and decoder bias re-indexed by ``rows`` when given."""
+    if preset is not None:
+        config = AwdLstmConfig.from_dict({**preset.config, "vocab_size": vocab_size})
+    else:
+        config = AwdLstmConfig.from_size(settings.size, vocab_size=vocab_size)
+    model = AwdLstmLanguageModel(AwdLstmBackbone(config),
+                                 stateful_batch_size=settings.batch_size)
+    if preset is not None:
+        stored = preset.weights()
+        for name, variable in named_variables(model):   # the carried states are not weights
+            if name not in stored:
+                raise ConfigError(f"The preset {preset.directory} has no weight {name!r}; stage 2 "
+                                  "continues a preset that stage 1 (kbl pretrain --model "
+                                  "awd-lstm) wrote.")
+            value = stored[name]
+            if tuple(value.shape) != tuple(variable.shape):
+                value = resize_rows(value, rows)
+            variable.assign(value)
+    decay = settings.layer_decay if settings.layer_decay is not None else (
+        1 / 2.6 if preset is not None else 1.0)
+    schedule = SlantedTriangular(settings.learning_rate, steps)
+    model.compile(optimizer=adamw(model, learning_rate=schedule, beta_1=0.7, beta_2=0.99,
+                                  epsilon=1e-8, weight_decay=settings.weight_decay,
+                                  global_clipnorm=0.25, layer_decay=decay))
+    return model
+
+
+def heldout_perplexity(model, blocks, batch_size):
+    """Perplexity of ``model``'s weights on ``blocks`` (a :func:`tbptt_blocks` layout) read in
+    order with states carried, by a model that shares every weight but has its own states."""
+    from keras_bert_lab.pipelines.language_model import lm_dataset
+
+    inputs = {name: keras.Input((None,), dtype="int32", name=name)
+              for name in ("token_ids", "padding_mask")}
+    encoded = model.backbone.encode(inputs["token_ids"], inputs["padding_mask"],
+                                    carriers=model.backbone.carriers(batch_size, "heldout_"))
+    reader = keras.Model(inputs, model.decoder(encoded["sequence_output"]))
+    reader.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                   jit_compile=keras.backend.backend() == "jax")
+    reset_states(reader)
+    data = lm_dataset(blocks, batch_size, shuffle=False)
+    return float(np.exp(reader.evaluate(data, verbose=0)))
+
+
+def kneser_ney_baseline(train_ids, blocks, batch_size):
+    """Interpolated Kneser-Ney trigram perplexity on the targets of ``blocks``, each from the two
+    tokens before it in its part of the text."""
+    from keras_bert_lab.recipes.language_model import kneser_ney_perplexity
+
+    rows = blocks.reshape(-1, batch_size, blocks.shape[1]).transpose(1, 0, 2)   # (B, W, T+1)
+    parts = [np.concatenate([row[0]] + [w[1:] for w in row[1:]]) for row in rows]
+    stream = np.concatenate(parts).tolist()
+    starts = np.cumsum([0] + [len(p) for p in parts[:-1]])
+    positions = [s + i for s, p in zip(starts, parts) for i in range(1, len(p))]
+    return kneser_ney_perplexity(train_ids.tolist(), stream, positions)
+
+
+def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
+    """One language-model stage per ``settings`` into ``output_dir``; returns its metrics."""
+    from keras_bert_lab.pipelines.language_model import lm_dataset, tbptt_blocks
+    from keras_bert_lab.presets.registry import read_preset
+
+    started = time.time()
+    lines = [line for source in settings.corpus for line in read_lines(source)]
+    preset = read_preset(settings.init_preset) if settings.init_preset else None
+    if preset is not None and preset.backbone_class != AwdLstmBackbone.__name__:
+        raise ConfigError(f"--init-preset {settings.init_preset} holds a "
+                          f"{preset.backbone_class}; stage 2 continues an AWD-LSTM preset.")
+    tokenizer, rows = _tokenizer(settings, output_dir if resume else "", lines, preset)
+    train_ids = tokenizer.encode_lines(lines)
+    blocks = tbptt_blocks(train_ids, settings.batch_size, settings.sequence_length)
+    heldout = None
+    if settings.eval_corpus:
+        valid_ids = tokenizer.encode_lines(read_lines(settings.eval_corpus, part="valid"))
+        heldout = tbptt_blocks(valid_ids, settings.batch_size, settings.sequence_length)
+        heldout = heldout[:settings.eval_batches * settings.batch_size]
+    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    tokenizer.save(os.path.join(output_dir, "tokenizer"))
+    keras.utils.set_random_seed(settings.seed)
+    model = build_model(settings, tokenizer.vocabulary_size, settings.steps, preset, rows)
+    metrics = {"train_tokens": int(train_ids.size), "vocabulary_size": tokenizer.vocabulary_size,
+               "new_words": int((rows < 0).sum()) if rows is not None else 0}
+    if heldout is not None and preset is not None and not resume:
+        metrics["heldout_perplexity_before"] = heldout_perplexity(model, heldout,
+                                                                  settings.batch_size)
+    start_step = 0
+    if resume:
+        meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
+        start_step = meta["step"] if meta else 0
+        print(f"Resuming at step {start_step} of {settings.steps}.")
+    windows = len(blocks) // settings.batch_size
+    epochs = -(-settings.steps // windows) + 1
+    phase = Phase(0, settings.steps, heldout=None, batch_size=settings.batch_size,
+                  sequence_length=settings.sequence_length,
+                  stream=lambda skip: lm_dataset(blocks, settings.batch_size, shuffle=False,
+                                                 epochs=epochs, skip_batches=skip))
+    stopped = train_phases(model, [phase], output_dir, start_step=start_step,
+                           checkpoint_every=settings.checkpoint_every,
+                           keep_checkpoints=settings.keep_checkpoints,
+                           eval_every=settings.eval_every, log_every=settings.log_every,
+                           verbose=verbose, callbacks=callbacks, log_columns=LOG_COLUMNS)
+    if stopped:
+        raise TrainingError(stopped)
+    metrics.update(steps=settings.steps, text_passes=round(settings.steps / windows, 2),
+                   tokens_seen=settings.steps * settings.batch_size * settings.sequence_length)
+    if heldout is not None:
+        metrics.update(
+            heldout_perplexity=heldout_perplexity(model, heldout, settings.batch_size),
+            heldout_tokens=int(heldout[:, 1:].size),
+            kneser_ney_trigram_perplexity=kneser_ney_baseline(train_ids, heldout,
+                                                              settings.batch_size))
+    metrics["seconds"] = round(time.time() - started, 1)
+    write_json(os.path.join(output_dir, "metrics.json"), metrics)
+    plot_curves(read_rows(os.path.join(output_dir, "log.csv")), "step",
+                [("loss", "training loss (with AR/TAR)"), ("perplexity", "training perplexity")],
+                os.path.join(output_dir, "curves.png"))
+    stage = f"fine-tuned from {settings.init_preset} on" if preset else "pretrained on"
+    model.save_to_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer.words,
+                         lowercase=True, overwrite=True,
+                         preprocessor={"tokenizer": "words",
+                                       "sequence_length": settings.sequence_length},
+                         source=f"kbl pretrain --model awd-lstm: {stage} "
+                                f"{'+'.join(settings.corpus)} ({settings.steps} steps, seed "
+                                f"{settings.seed})",
+                         license="as the training text")
+    return metrics

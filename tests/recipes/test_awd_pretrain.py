@@ -1,0 +1,96 @@
+"""`kbl pretrain --model awd-lstm`: ULMFiT's stage 1 (general text) and stage 2 (a target task's
+text from the stage-1 preset) end to end, exact resume with the carried states, the count
+baseline's targets, and flags of other models refused."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert_lab.cli import main
+from keras_bert_lab.errors import ConfigError, DataError, TrainingError
+from keras_bert_lab.pipelines.language_model import tbptt_blocks
+from keras_bert_lab.recipes.awd_pretrain import (AwdPretrainSettings, kneser_ney_baseline,
+                                                 read_lines, run)
+from keras_bert_lab.recipes.language_model import kneser_ney_perplexity
+from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
+
+
+def settings_for(corpus, **overrides):
+    fields = dict(corpus=(corpus,), eval_corpus=corpus, size="tiny", sequence_length=8,
+                  batch_size=4, steps=6, checkpoint_every=2, eval_batches=2, log_every=2,
+                  seed=3, max_vocabulary=200, learning_rate=1e-2)
+    fields.update(overrides)
+    return AwdPretrainSettings(**fields)
+
+
+def test_stage_one_resumes_exactly_and_stage_two_grows_the_vocabulary(corpus_file,  # noqa: F811
+                                                                       tmp_path):
+    settings = settings_for(corpus_file)
+    unbroken = str(tmp_path / "unbroken")
+    metrics = run(settings, unbroken, verbose=0)
+    for name in ("settings.json", "log.csv", "curves.png", "metrics.json", "tokenizer/vocab.txt",
+                 "preset/config.json", "preset/vocab.txt"):
+        assert os.path.exists(os.path.join(unbroken, name)), name
+    assert 1.0 < metrics["heldout_perplexity"] < 200
+    assert 1.0 < metrics["kneser_ney_trigram_perplexity"] < 200
+
+    broken = str(tmp_path / "broken")
+    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 4"):
+        run(settings, broken, verbose=0, callbacks=[SendSignalAt(3)])
+    run(settings, broken, resume=True, verbose=0)
+    name_a, a = final_state(unbroken)
+    name_b, b = final_state(broken)
+    assert name_a == name_b == "ckpt-00000006"
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+    # Stage 2: the target task's own text (Rotten Tomatoes' training snippets, labels unused).
+    stage2 = settings_for("rotten_tomatoes", eval_corpus="rotten_tomatoes",
+                          init_preset=os.path.join(unbroken, "preset"), steps=2, min_count=50)
+    tuned = run(stage2, str(tmp_path / "target"), verbose=0)
+    assert tuned["new_words"] > 0
+    assert tuned["vocabulary_size"] == metrics["vocabulary_size"] + tuned["new_words"]
+    assert tuned["heldout_perplexity_before"] > 1 and tuned["heldout_perplexity"] > 1
+    words = open(os.path.join(tmp_path, "target", "preset", "vocab.txt")).read().split("\n")
+    first = open(os.path.join(unbroken, "preset", "vocab.txt")).read().split("\n")
+    assert words[:len(first) - 1] == first[:-1]      # old ids kept, new words appended
+
+    # Stage 3: the classifier with ULMFiT's three techniques, through kbl finetune classify.
+    out = tmp_path / "classifier"
+    assert main(["finetune", "classify", "--preset", str(tmp_path / "target" / "preset"),
+                 "--dataset", "rotten_tomatoes", "--output", str(out), "--limit", "32",
+                 "--epochs", "2", "--batch-size", "8", "--sequence-length", "24",
+                 "--learning-rate", "1e-2", "--unfreeze", "gradual", "--schedule", "slanted",
+                 "--layer-decay", "0.385"]) == 0
+    report = json.loads((out / "metrics.json").read_text())
+    assert 0.0 <= report["test"]["accuracy"] <= 1.0 and report["labels"] == ["negative",
+                                                                            "positive"]
+    from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
+    assert UlmfitClassifier.from_preset(out / "preset").backbone.config.vocab_size == \
+        tuned["vocabulary_size"]
+
+
+def test_kneser_ney_baseline_scores_each_part_in_its_own_order():
+    tokens = np.random.default_rng(0).integers(3, 40, 500)
+    blocks = tbptt_blocks(tokens, batch_size=4, bptt=10)
+    part = 499 // 4
+    used = (part // 10) * 10 + 1
+    stream = np.concatenate([tokens[b * part:b * part + used] for b in range(4)]).tolist()
+    positions = [b * used + i for b in range(4) for i in range(1, used)]
+    expected = kneser_ney_perplexity(tokens.tolist(), stream, positions)
+    assert kneser_ney_baseline(tokens, blocks, 4) == pytest.approx(expected)
+
+
+def test_bad_settings_and_foreign_flags(corpus_file, tmp_path, capsys):  # noqa: F811
+    with pytest.raises(ConfigError, match="BPTT window"):
+        AwdPretrainSettings(sequence_length=1)
+    with pytest.raises(DataError, match="neither a file.*labelled set: rotten_tomatoes"):
+        read_lines(str(tmp_path / "missing.txt"))
+    assert main(["pretrain", "--model", "gpt", "--corpus", corpus_file, "--output",
+                 str(tmp_path / "x"), "--init-preset", "somewhere"]) == 2
+    assert "--init-preset applies to --model awd-lstm only" in capsys.readouterr().err
+    assert main(["pretrain", "--model", "awd-lstm", "--corpus", corpus_file, "--output",
+                 str(tmp_path / "y"), "--init-preset", str(tmp_path)]) == 2
+    assert not os.path.exists(tmp_path / "x") and not os.path.exists(tmp_path / "y")
