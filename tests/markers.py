@@ -7,3 +7,10 @@ import pytest
 # TensorFlow; everything that builds or runs a Keras model runs under every backend.
 backend_independent = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="backend-independent code; runs once")
+
+# The exact resume of a whole recipe (three runs: unbroken, interrupted, resumed) is checked on
+# one backend; the training loop's exact resume is checked on every backend by
+# tests/training/test_training.py::test_exact_resume, and each recipe's outputs on every backend.
+recipe_resume = pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="a recipe's exact resume runs on torch; the loop's on every backend")

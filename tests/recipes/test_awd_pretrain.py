@@ -1,6 +1,7 @@
-"""`kbl pretrain --model awd-lstm`: ULMFiT's stage 1 (general text) and stage 2 (a target task's
-text from the stage-1 preset) end to end, exact resume with the carried states, the count
-baseline's targets, and flags of other models refused."""
+"""ULMFiT's three stages end to end — `kbl pretrain --model awd-lstm` on general text, again
+from its preset on a target task's text, `kbl finetune classify` with the three techniques —
+exact resume with the carried states, the count baseline's targets, flags of other models
+refused."""
 
 import json
 import os
@@ -14,6 +15,7 @@ from keras_bert_lab.pipelines.language_model import tbptt_blocks
 from keras_bert_lab.recipes.awd_pretrain import (AwdPretrainSettings, kneser_ney_baseline,
                                                  read_lines, run)
 from keras_bert_lab.recipes.language_model import kneser_ney_perplexity
+from tests.markers import recipe_resume
 from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
 
 
@@ -25,8 +27,7 @@ def settings_for(corpus, **overrides):
     return AwdPretrainSettings(**fields)
 
 
-def test_stage_one_resumes_exactly_and_stage_two_grows_the_vocabulary(corpus_file,  # noqa: F811
-                                                                       tmp_path):
+def test_the_three_stages(corpus_file, tmp_path):  # noqa: F811
     settings = settings_for(corpus_file)
     unbroken = str(tmp_path / "unbroken")
     metrics = run(settings, unbroken, verbose=0)
@@ -35,16 +36,6 @@ def test_stage_one_resumes_exactly_and_stage_two_grows_the_vocabulary(corpus_fil
         assert os.path.exists(os.path.join(unbroken, name)), name
     assert 1.0 < metrics["heldout_perplexity"] < 200
     assert 1.0 < metrics["kneser_ney_trigram_perplexity"] < 200
-
-    broken = str(tmp_path / "broken")
-    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 4"):
-        run(settings, broken, verbose=0, callbacks=[SendSignalAt(3)])
-    run(settings, broken, resume=True, verbose=0)
-    name_a, a = final_state(unbroken)
-    name_b, b = final_state(broken)
-    assert name_a == name_b == "ckpt-00000006"
-    for key in a:
-        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
 
     # Stage 2: the target task's own text (Rotten Tomatoes' training snippets, labels unused).
     stage2 = settings_for("rotten_tomatoes", eval_corpus="rotten_tomatoes",
@@ -70,6 +61,21 @@ def test_stage_one_resumes_exactly_and_stage_two_grows_the_vocabulary(corpus_fil
     from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
     assert UlmfitClassifier.from_preset(out / "preset").backbone.config.vocab_size == \
         tuned["vocabulary_size"]
+
+
+@recipe_resume
+def test_stage_one_resumes_exactly_with_its_carried_states(corpus_file, tmp_path):  # noqa: F811
+    settings = settings_for(corpus_file)
+    unbroken, broken = str(tmp_path / "unbroken"), str(tmp_path / "broken")
+    run(settings, unbroken, verbose=0)
+    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 4"):
+        run(settings, broken, verbose=0, callbacks=[SendSignalAt(3)])
+    run(settings, broken, resume=True, verbose=0)
+    name_a, a = final_state(unbroken)
+    name_b, b = final_state(broken)
+    assert name_a == name_b == "ckpt-00000006"
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
 
 
 def test_kneser_ney_baseline_scores_each_part_in_its_own_order():

@@ -10,6 +10,7 @@ import pytest
 from keras_bert_lab.cli import main
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.recipes.language_model import LanguageModelSettings, run
+from tests.markers import recipe_resume
 from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
 
 
@@ -21,7 +22,7 @@ def settings_for(corpus, **overrides):
     return LanguageModelSettings(**fields)
 
 
-def test_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noqa: F811
+def test_gpt_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
     settings = settings_for(corpus_file)
     unbroken = str(tmp_path / "unbroken")
     metrics = run(settings, unbroken, verbose=0)
@@ -31,7 +32,16 @@ def test_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noqa: F8
     assert metrics["heldout_perplexity"] == pytest.approx(np.exp(metrics["heldout_loss"]))
     assert 1.0 < metrics["kneser_ney_trigram_perplexity"] < metrics["vocabulary_size"]
     assert len(metrics["samples"]) == 3 and all(isinstance(s, str) for s in metrics["samples"])
+    from keras_bert_lab.tasks.causal_lm import GPTCausalLM
+    lm = GPTCausalLM.from_preset(os.path.join(unbroken, "preset"))
+    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
 
+
+@recipe_resume
+def test_gpt_run_resumes_exactly(corpus_file, tmp_path):  # noqa: F811
+    settings = settings_for(corpus_file)
+    unbroken = str(tmp_path / "unbroken")
+    run(settings, unbroken, verbose=0)
     broken = str(tmp_path / "broken")
     with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 6"):
         run(settings, broken, verbose=0, callbacks=[SendSignalAt(5)])
@@ -41,10 +51,6 @@ def test_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noqa: F8
     assert name_a == name_b == "ckpt-00000008"
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
-
-    from keras_bert_lab.tasks.causal_lm import GPTCausalLM
-    lm = GPTCausalLM.from_preset(os.path.join(unbroken, "preset"))
-    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
 
 
 def test_bert_only_flags_are_refused_for_gpt(corpus_file, tmp_path, capsys):  # noqa: F811
@@ -65,7 +71,7 @@ def elmo_settings_for(corpus, **overrides):
     return ElmoPretrainSettings(**fields)
 
 
-def test_elmo_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noqa: F811
+def test_elmo_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
     import csv
 
     from keras_bert_lab.recipes import elmo_pretrain
@@ -96,7 +102,18 @@ def test_elmo_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noq
     assert [b["text"] for b in metrics["blanks"]] == list(elmo_pretrain.PROBES)
     assert all(len(b["forward"]) == len(b["backward"]) == 5 for b in metrics["blanks"])
     assert not any({"<S>", "</S>"} & {*b["forward"], *b["backward"]} for b in metrics["blanks"])
+    lm = ElmoLanguageModel.from_preset(os.path.join(unbroken, "preset"))
+    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
+    assert list(lm.preset_info.vocabulary) == words
 
+
+@recipe_resume
+def test_elmo_run_resumes_exactly(corpus_file, tmp_path):  # noqa: F811
+    from keras_bert_lab.recipes import elmo_pretrain
+
+    settings = elmo_settings_for(corpus_file)
+    unbroken = str(tmp_path / "unbroken")
+    elmo_pretrain.run(settings, unbroken, verbose=0)
     broken = str(tmp_path / "broken")
     with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 6"):
         elmo_pretrain.run(settings, broken, verbose=0, callbacks=[SendSignalAt(5)])
@@ -106,10 +123,6 @@ def test_elmo_run_outputs_preset_and_exact_resume(corpus_file, tmp_path):  # noq
     assert name_a == name_b == "ckpt-00000008"
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
-
-    lm = ElmoLanguageModel.from_preset(os.path.join(unbroken, "preset"))
-    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
-    assert list(lm.preset_info.vocabulary) == words
 
 
 def test_elmo_count_baselines_score_the_networks_targets(corpus_file):  # noqa: F811
