@@ -1,0 +1,123 @@
+"""ULMFiT's Table 6/7 shape here: what each fine-tuning technique is worth for an AWD-LSTM.
+
+Howard & Ruder (2018) compare classifier fine-tuning methods on a pretrained, target-LM-tuned
+AWD-LSTM (IMDb / TREC-6 / AG validation error: from scratch 9.93 / 13.36 / 6.81, full
+fine-tuning 6.87 / 5.81 on IMDb / AG, all techniques 5.00 / 5.38). Here: Rotten Tomatoes or
+TREC-6 (registry splits), one stage-1/2 preset (``kbl pretrain --model awd-lstm``), each
+configuration from the same start for the same epochs with AdamW at ``--learning-rate``, the
+best validation epoch kept, test accuracy reported:
+
+- ``scratch``: the same architecture and vocabulary, randomly initialised, all layers trained;
+- ``full``: all layers, one rate, BERT's warm-up + linear decay;
+- ``last``: only the top layer group (the classifier head);
+- ``full+discr`` / ``full+stlr``: one technique added to ``full``;
+- ``freez``: gradual unfreezing (one more group per epoch from the top);
+- ``all``: gradual unfreezing + discriminative rates (η/2.6 per group) + slanted triangular.
+
+Usage::
+
+    python benchmarks/ulmfit.py --preset out/awd_rt/preset --dataset rotten_tomatoes --seeds 0 1 2
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# name: (pretrained, unfreeze, schedule, layer_decay)
+CONFIGS = {
+    "scratch": (False, "all", "slanted", 1.0),
+    "full": (True, "all", "linear", 1.0),
+    "last": (True, "top", "linear", 1.0),
+    "full+discr": (True, "all", "linear", 1 / 2.6),
+    "full+stlr": (True, "all", "slanted", 1.0),
+    "freez": (True, "gradual", "linear", 1.0),
+    "all": (True, "gradual", "slanted", 1 / 2.6),
+}
+
+
+def run_one(name, preset, parts, sequence_length, epochs, learning_rate, batch_size, seed):
+    import keras
+    import numpy as np
+
+    from keras_bert_lab.data.labels import LabelVocabulary
+    from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
+    from keras_bert_lab.pipelines.batches import batches
+    from keras_bert_lab.presets.registry import read_preset
+    from keras_bert_lab.recipes.awd_tasks import pack_words, tokenizer_of
+    from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
+    from keras_bert_lab.training.finetune import fit_best_epoch
+
+    pretrained, unfreeze, schedule, decay = CONFIGS[name]
+    keras.utils.set_random_seed(seed)
+    vocab = LabelVocabulary.fit(parts["train"].labels)
+    if pretrained:
+        model = UlmfitClassifier.from_preset(preset, num_classes=len(vocab.names))
+    else:
+        config = AwdLstmBackbone.config_class.from_dict(read_preset(preset).config)
+        model = UlmfitClassifier(AwdLstmBackbone(config), num_classes=len(vocab.names))
+    model.compile()
+    tokenizer = tokenizer_of(preset)
+    data = {k: (pack_words(tokenizer, p.texts, sequence_length), vocab.encode(p.labels))
+            for k, p in parts.items()}
+
+    def accuracy(part):
+        logits = model.predict_packed(data[part][0], batch_size=128)
+        return float((np.argmax(logits, -1) == data[part][1]).mean())
+
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        report = fit_best_epoch(
+            model, batches(*data["train"], batch_size=batch_size, shuffle=True, seed=seed),
+            lambda m: {"accuracy": accuracy("valid")}, "accuracy", tmp, epochs=epochs,
+            learning_rate=learning_rate, schedule=schedule, unfreeze=unfreeze, layer_decay=decay,
+            patience=epochs, verbose=0)
+    return report["best"]["accuracy"], accuracy("test"), time.time() - started
+
+
+def main():
+    import keras
+
+    from keras_bert_lab.data.labelled import load_dataset
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", required=True, help="an AWD-LSTM preset (stage 1 or 2)")
+    parser.add_argument("--dataset", default="rotten_tomatoes")
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--learning-rate", type=float, default=3e-3)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--sequence-length", type=int, default=64)
+    parser.add_argument("--limit", type=int, help="first N training examples (few-label runs)")
+    args = parser.parse_args()
+    parts = load_dataset(args.dataset)
+    if args.limit:
+        parts["train"] = parts["train"].subset(range(min(args.limit, len(parts["train"]))))
+    print(f"backend {keras.backend.backend()}; {args.dataset} train {len(parts['train'])}, "
+          f"valid {len(parts['valid'])}, test {len(parts['test'])}; preset {args.preset}; "
+          f"{args.epochs} epochs, lr {args.learning_rate}, batch {args.batch_size}")
+    print(f"{'config':<11} {'seed':>4} {'valid':>7} {'test':>7} {'s':>6}")
+    summary = []
+    for name in args.configs:
+        tests = []
+        for seed in args.seeds:
+            valid, test, seconds = run_one(name, args.preset, parts, args.sequence_length,
+                                           args.epochs, args.learning_rate, args.batch_size, seed)
+            tests.append(test)
+            print(f"{name:<11} {seed:>4} {valid:>7.4f} {test:>7.4f} {seconds:>6.0f}", flush=True)
+        summary.append((name, statistics.mean(tests), max(tests) - min(tests)))
+    print("\ntest error, mean over seeds (spread = max − min):")
+    for name, mean, spread in summary:
+        print(f"  {name:<11} {100 * (1 - mean):5.2f} %  (spread {100 * spread:.2f})")
+
+
+if __name__ == "__main__":
+    main()
