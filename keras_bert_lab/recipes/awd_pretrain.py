@@ -33,6 +33,7 @@ from keras_bert_lab.models.awd_lstm import AwdLstmBackbone, reset_states
 from keras_bert_lab.models.awd_lstm_config import AwdLstmConfig
 from keras_bert_lab.preprocessing.word_tokenizer import WordTokenizer, resize_rows
 from keras_bert_lab.presets.weights import named_variables
+from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw
@@ -45,49 +46,29 @@ LOG_COLUMNS = ("step", "split", "loss", "perplexity", "accuracy", "learning_rate
 
 
 @dataclasses.dataclass
-class AwdPretrainSettings:
+class AwdPretrainSettings(RunSettings):
     """What defines an AWD-LSTM language-model run (stored as ``settings.json``)."""
 
+    MODEL = "awd-lstm"
+    AT_LEAST_ONE = ("max_vocabulary", "min_count")
+
     model: str = "awd-lstm"
-    corpus: tuple = ("wikitext2",)
-    eval_corpus: str | None = "wikitext2:valid"
     init_preset: str | None = None     # stage 2: continue this AWD-LSTM preset on --corpus
     vocabulary: str | None = None      # a directory with vocab.txt; None: built on the corpus
     max_vocabulary: int = 30000
     min_count: int = 2
     size: str = "small"
     sequence_length: int = 70          # the BPTT window
-    batch_size: int = 32
-    steps: int = 1000
     learning_rate: float = 3e-3
     layer_decay: float | None = None   # None: 1 from scratch, 1/2.6 with --init-preset
-    weight_decay: float = 0.01
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 3
-    eval_every: int = 200
-    eval_batches: int = 20
-    log_every: int = 20
-    seed: int = 0
 
     def __post_init__(self):
-        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
-        if self.model != "awd-lstm":
-            raise ConfigError(f"--model {self.model!r}: this recipe trains 'awd-lstm'.")
-        for name in ("batch_size", "steps", "checkpoint_every", "keep_checkpoints",
-                     "eval_every", "eval_batches", "log_every", "max_vocabulary", "min_count"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
-                                  f"{getattr(self, name)}.")
+        super().__post_init__()
         if self.sequence_length < 2:
             raise ConfigError(f"--sequence-length (the BPTT window) {self.sequence_length} must "
                               "be at least 2; the AWD-LSTM uses 70.")
         if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
             raise ConfigError(f"--layer-decay {self.layer_decay} must be in (0, 1].")
-
-    def to_dict(self):
-        data = dataclasses.asdict(self)
-        data["corpus"] = list(self.corpus)
-        return data
 
 
 def read_lines(source, part="train"):

@@ -46,6 +46,7 @@ from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.models.elmo import ElmoBiLM
 from keras_bert_lab.models.elmo_config import ElmoConfig
 from keras_bert_lab.recipes.language_model import heldout_blocks, kneser_ney_perplexity
+from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.elmo_lm import DIRECTIONS, ElmoLanguageModel
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw
@@ -67,17 +68,16 @@ BLANK = "___"
 
 
 @dataclasses.dataclass
-class ElmoPretrainSettings:
+class ElmoPretrainSettings(RunSettings):
     """What defines a biLM pretraining run (stored as ``settings.json``)."""
 
+    MODEL = "elmo"
+    AT_LEAST_ONE = ("min_count",)
+
     model: str = "elmo"
-    corpus: tuple = ("wikitext2",)
-    eval_corpus: str | None = "wikitext2:valid"
     vocabulary: str | None = None      # a vocab.txt (<S>, </S>, <UNK>, words); None: built
     min_count: int = 3
-    size: str = "mini"
     sequence_length: int = 32
-    batch_size: int = 32
     steps: int = 700
     optimizer: str = "adamw"           # or "adagrad" (bilm-tf's)
     learning_rate: float | None = None  # None: OPTIMIZERS[optimizer]
@@ -86,22 +86,9 @@ class ElmoPretrainSettings:
     dropout: float = 0.0
     unigram_bias: bool = True          # softmax bias starts at log word frequencies
     precision: str = "float32"
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 3
-    eval_every: int = 200
-    eval_batches: int = 20
-    log_every: int = 20
-    seed: int = 0
 
     def __post_init__(self):
-        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
-        if self.model != "elmo":
-            raise ConfigError(f"--model {self.model!r}: this recipe trains 'elmo'.")
-        for name in ("sequence_length", "batch_size", "steps", "checkpoint_every", "min_count",
-                     "keep_checkpoints", "eval_every", "eval_batches", "log_every"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
-                                  f"{getattr(self, name)}.")
+        super().__post_init__()
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer {self.optimizer!r}: --model elmo trains with "
                               f"{' or '.join(OPTIMIZERS)}.")
@@ -115,11 +102,6 @@ class ElmoPretrainSettings:
     @property
     def peak_learning_rate(self):
         return OPTIMIZERS[self.optimizer] if self.learning_rate is None else self.learning_rate
-
-    def to_dict(self):
-        data = dataclasses.asdict(self)
-        data["corpus"] = list(self.corpus)
-        return data
 
 
 @dataclasses.dataclass

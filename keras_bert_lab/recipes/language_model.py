@@ -24,10 +24,11 @@ import time
 import keras
 import numpy as np
 
-from keras_bert_lab.errors import ConfigError, TrainingError
+from keras_bert_lab.errors import TrainingError
 from keras_bert_lab.metrics.ngram import KneserNey
 from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw
@@ -40,43 +41,17 @@ PROMPTS = ("the history of the", "in 1990 , the band", "the river flows")
 
 
 @dataclasses.dataclass
-class LanguageModelSettings:
+class LanguageModelSettings(RunSettings):
     """What defines a language-model pretraining run (stored as ``settings.json``)."""
 
+    MODEL = "gpt"
+    AT_LEAST_ONE = ("bpe_merges",)
+
     model: str = "gpt"
-    corpus: tuple = ("wikitext2",)
-    eval_corpus: str | None = "wikitext2:valid"
     vocabulary: str | None = None      # a directory with vocab.txt + merges.txt; None: learn one
     bpe_merges: int = 8000
-    size: str = "mini"
-    sequence_length: int = 128
-    batch_size: int = 32
-    steps: int = 1000
-    learning_rate: float = 5e-4
     warmup_steps: int | None = None    # None: 10 % of the steps
-    weight_decay: float = 0.01
     precision: str = "float32"
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 3
-    eval_every: int = 200
-    eval_batches: int = 20
-    log_every: int = 20
-    seed: int = 0
-
-    def __post_init__(self):
-        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
-        if self.model != "gpt":
-            raise ConfigError(f"--model {self.model!r}: this recipe trains 'gpt'.")
-        for name in ("sequence_length", "batch_size", "steps", "checkpoint_every",
-                     "keep_checkpoints", "eval_every", "eval_batches", "log_every", "bpe_merges"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
-                                  f"{getattr(self, name)}.")
-
-    def to_dict(self):
-        data = dataclasses.asdict(self)
-        data["corpus"] = list(self.corpus)
-        return data
 
 
 class _RaggedIds:

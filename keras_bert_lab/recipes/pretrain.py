@@ -34,6 +34,7 @@ from keras_bert_lab.data.registry import locate
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import BertConfig
+from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw, lamb
@@ -45,19 +46,13 @@ logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
-class PretrainSettings:
+class PretrainSettings(RunSettings):
     """Everything that defines a pretraining run (stored as ``settings.json``)."""
 
-    corpus: tuple = ("wikitext2",)
-    eval_corpus: str | None = "wikitext2:valid"
+    AT_LEAST_ONE = ("accumulation", "mask_selection_length")
+
     vocabulary: str | None = None      # vocab.txt path; None: the bert-base-uncased vocabulary
-    size: str = "mini"
-    sequence_length: int = 128
-    batch_size: int = 32
-    steps: int = 1000
-    learning_rate: float = 5e-4
     warmup_steps: int | None = None    # None: 10 % of all steps
-    weight_decay: float = 0.01
     optimizer: str = "adamw"           # or "lamb"
     accumulation: int = 1              # batches per optimizer update; `steps` counts updates
     precision: str = "float32"         # "mixed_bfloat16", "mixed_float16"
@@ -69,22 +64,9 @@ class PretrainSettings:
     phase2_steps: int = 0              # extra steps at phase2_sequence_length (BERT's 512 phase)
     phase2_sequence_length: int = 512
     phase2_mask_selection_length: int = 80
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 3
-    eval_every: int = 200
-    eval_batches: int = 20
-    log_every: int = 20
-    seed: int = 0
 
     def __post_init__(self):
-        self.corpus = (self.corpus,) if isinstance(self.corpus, str) else tuple(self.corpus)
-        positive = ("sequence_length", "batch_size", "steps", "accumulation", "checkpoint_every",
-                    "keep_checkpoints", "eval_every", "eval_batches", "log_every",
-                    "mask_selection_length")
-        for name in positive:
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got "
-                                  f"{getattr(self, name)}.")
+        super().__post_init__()
         if self.optimizer not in ("adamw", "lamb"):
             raise ConfigError(f"--optimizer {self.optimizer!r}: choose adamw or lamb.")
         if self.precision not in ("float32", "mixed_bfloat16", "mixed_float16"):
@@ -94,11 +76,6 @@ class PretrainSettings:
     @property
     def total_steps(self):
         return self.steps + self.phase2_steps
-
-    def to_dict(self):
-        data = dataclasses.asdict(self)
-        data["corpus"] = list(self.corpus)
-        return data
 
 
 def load_tokenizer(settings):

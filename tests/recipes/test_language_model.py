@@ -1,7 +1,6 @@
 """`kbl pretrain --model gpt` and `--model elmo` end to end on a small corpus: outputs, exact
 resume, the preset, the count baselines' targets, and flags that belong to BERT only."""
 
-import json
 import os
 
 import numpy as np
