@@ -51,7 +51,9 @@ WHAT = {"BertTokenClassifier": "a token classifier (one label per token)",
         "GPTClassifier": "a GPT-1 classifier (byte-pair tokenizer)",
         "GPTMultipleChoice": "a GPT-1 multiple-choice model",
         "GPTCausalLM": "a GPT-1 language model",
-        "ElmoLanguageModel": "an ELMo biLM"}
+        "ElmoLanguageModel": "an ELMo biLM",
+        "UlmfitClassifier": "a ULMFiT classifier (word tokenizer, AWD-LSTM)",
+        "AwdLstmLanguageModel": "an AWD-LSTM language model"}
 HOW = ("export writes fine-tuned BertClassifier presets (sentence or sentence-pair "
        "classification or regression), such as the preset/ folder of `kbl finetune classify` or "
        "`kbl finetune pair`")
