@@ -41,6 +41,10 @@ from keras_bert_lab.training.pretrain import Phase, train_phases
 from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
 from keras_bert_lab.training.schedules import SlantedTriangular
 
+# What `kbl finetune classify` uses with this preset unless a flag says otherwise: ULMFiT's
+# classifier recipe (§3.3; gradual unfreezing, η/2.6 per group, slanted triangular rates).
+FINETUNE = {"learning_rate": 3e-3, "epochs": 4, "schedule": "slanted", "unfreeze": "gradual",
+            "layer_decay": round(1 / 2.6, 4), "warmup_ratio": 0.0}
 LOG_COLUMNS = ("step", "split", "loss", "perplexity", "accuracy", "learning_rate",
                "tokens_per_s", "elapsed_s")
 
@@ -232,7 +236,8 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     model.save_to_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer.words,
                          lowercase=True, overwrite=True,
                          preprocessor={"tokenizer": "words",
-                                       "sequence_length": settings.sequence_length},
+                                       "sequence_length": settings.sequence_length,
+                                       "finetune": FINETUNE},
                          source=f"kbl pretrain --model awd-lstm: {stage} "
                                 f"{'+'.join(settings.corpus)} ({settings.steps} steps, seed "
                                 f"{settings.seed})",

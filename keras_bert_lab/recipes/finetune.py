@@ -61,6 +61,22 @@ class FinetuneSettings:
 
 
 CHOICES = {"schedule": SCHEDULES, "unfreeze": UNFREEZE}
+# The settings a preset may recommend (its preprocessor entry "finetune"); a flag the user gives
+# wins over the preset, the preset over the task's default.
+RECOMMENDABLE = ("epochs", "batch_size", "learning_rate", "warmup_ratio", "weight_decay",
+                 "layer_decay", "schedule", "cut_fraction", "slanted_ratio", "unfreeze",
+                 "patience")
+
+
+class Unset:
+    """A flag's default when the user did not give it: ``value``, unless the preset recommends
+    another (see :func:`settings_from_args`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return repr(self.value)
 
 
 def add_common_arguments(parser, **defaults):
@@ -86,7 +102,12 @@ def add_common_arguments(parser, **defaults):
                                 help="replace a previous run in the output directory")
         else:
             kind = int if field.name == "limit" else type(value)
-            parser.add_argument(flag, type=kind, default=value, help=helps.get(field.name),
+            help_text = helps.get(field.name)
+            if field.name in RECOMMENDABLE:
+                value = Unset(value)
+                help_text = (help_text + "; " if help_text else "") + \
+                    f"default {value!r} or the preset's recommendation"
+            parser.add_argument(flag, type=kind, default=value, help=help_text,
                                 choices=CHOICES.get(field.name))
 
 
@@ -107,10 +128,30 @@ def add_data_arguments(parser, datasets=(), test_fraction=False, default_valid_f
                             help="share held out as a test part when splitting (default none)")
 
 
+def recommended(preset):
+    """The fine-tuning settings ``preset`` recommends (``{}`` when none, or no such preset)."""
+    from keras_bert_lab.presets.registry import read_preset
+
+    try:
+        info = read_preset(preset, verify=False)
+    except Exception:   # reported with its own message where the preset is loaded
+        return {}
+    return {k: v for k, v in ((info.preprocessor or {}).get("finetune") or {}).items()
+            if k in RECOMMENDABLE}
+
+
 def settings_from_args(args):
-    """The :class:`FinetuneSettings` of parsed ``kbl finetune`` arguments."""
-    names = [f.name for f in dataclasses.fields(FinetuneSettings)]
-    return FinetuneSettings(**{name: getattr(args, name) for name in names if hasattr(args, name)})
+    """The :class:`FinetuneSettings` of parsed ``kbl finetune`` arguments: given flags, then the
+    preset's recommendations (:func:`recommended`), then the task's defaults."""
+    names = [f.name for f in dataclasses.fields(FinetuneSettings) if hasattr(args, f.name)]
+    values = {name: getattr(args, name) for name in names}
+    advice = recommended(values["preset"]) if "preset" in values else {}
+    taken = {k: v for k, v in advice.items() if isinstance(values.get(k), Unset)}
+    if taken:
+        print("preset recommends: " + ", ".join(f"--{k.replace('_', '-')} {v}"
+                                                for k, v in taken.items()))
+    values = {k: taken.get(k, v.value if isinstance(v, Unset) else v) for k, v in values.items()}
+    return FinetuneSettings(**values)
 
 
 def _subset(data, indices):

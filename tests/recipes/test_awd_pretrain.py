@@ -52,10 +52,11 @@ def test_the_three_stages(corpus_file, tmp_path):  # noqa: F811
     out = tmp_path / "classifier"
     assert main(["finetune", "classify", "--preset", str(tmp_path / "target" / "preset"),
                  "--dataset", "rotten_tomatoes", "--output", str(out), "--limit", "32",
-                 "--epochs", "2", "--batch-size", "8", "--sequence-length", "24",
-                 "--learning-rate", "1e-2", "--unfreeze", "gradual", "--schedule", "slanted",
-                 "--layer-decay", "0.385"]) == 0
+                 "--epochs", "2", "--batch-size", "8", "--sequence-length", "24"]) == 0
     report = json.loads((out / "metrics.json").read_text())
+    # No technique flag given: the preset's recommendation (ULMFiT's recipe) applies.
+    assert {k: report["settings"][k] for k in ("unfreeze", "schedule", "layer_decay")} == {
+        "unfreeze": "gradual", "schedule": "slanted", "layer_decay": 0.3846}
     assert 0.0 <= report["test"]["accuracy"] <= 1.0 and report["labels"] == ["negative",
                                                                             "positive"]
     from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier

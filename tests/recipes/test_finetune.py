@@ -26,6 +26,21 @@ def test_settings_flags_and_output_dir(tmp_path):
         FinetuneSettings(warmup_ratio=1.5)
 
 
+def test_a_preset_recommends_what_no_flag_sets(tmp_path):
+    from keras_bert_lab.models.bert import BertBackbone
+    from tests.presets.helpers import CONFIG, tiny_vocab
+
+    preset = BertBackbone(CONFIG).save_to_preset(
+        tmp_path / "p", vocabulary=tiny_vocab(),
+        preprocessor={"finetune": {"learning_rate": 3e-3, "unfreeze": "gradual", "epochs": 5}})
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser, learning_rate=1e-4)
+    settings = settings_from_args(parser.parse_args(["--preset", str(preset), "--epochs", "2"]))
+    assert (settings.learning_rate, settings.unfreeze, settings.epochs) == (3e-3, "gradual", 2)
+    plain = settings_from_args(parser.parse_args([]))          # the default preset: no advice
+    assert (plain.learning_rate, plain.unfreeze, plain.epochs) == (1e-4, "all", 3)
+
+
 def test_ulmfit_technique_flags():
     parser = argparse.ArgumentParser()
     add_common_arguments(parser)
