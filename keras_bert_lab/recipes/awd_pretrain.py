@@ -59,7 +59,7 @@ class AwdPretrainSettings(RunSettings):
     model: str = "awd-lstm"
     init_preset: str | None = None     # stage 2: continue this AWD-LSTM preset on --corpus
     vocabulary: str | None = None      # a directory with vocab.txt; None: built on the corpus
-    max_vocabulary: int = 30000
+    max_vocabulary: int = 30000        # with --init-preset: words added at most
     min_count: int = 2
     size: str = "small"
     sequence_length: int = 70          # the BPTT window
@@ -106,7 +106,7 @@ def _tokenizer(settings, output_dir, lines, preset):
     if preset is not None:
         base = WordTokenizer(preset.vocabulary())
         return base.extend(lines, min_count=settings.min_count,
-                           max_new=max(0, settings.max_vocabulary - base.vocabulary_size))
+                           max_new=settings.max_vocabulary)
     if settings.vocabulary:
         return WordTokenizer.from_directory(settings.vocabulary), None
     return WordTokenizer.build(lines, max_size=settings.max_vocabulary,

@@ -317,7 +317,8 @@ def add_arguments(parser):
 MODEL_FLAGS = {
     "--init-preset": "awd-lstm: a stage-1 AWD-LSTM preset to fine-tune on --corpus (ULMFiT's "
                      "target-task LM fine-tuning)",
-    "--max-vocabulary": "awd-lstm: words kept, most frequent first (default 30000)",
+    "--max-vocabulary": "awd-lstm: words kept, most frequent first (default 30000); with "
+                        "--init-preset: words added at most",
     "--layer-decay": "awd-lstm: learning-rate factor from each layer group to the one below "
                      "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
 }
