@@ -28,16 +28,16 @@ import time
 import keras
 import numpy as np
 
-from keras_bert_lab.errors import ConfigError, DataError, TrainingError
+from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.models.awd_lstm import AwdLstmBackbone, reset_states
 from keras_bert_lab.models.awd_lstm_config import AwdLstmConfig
 from keras_bert_lab.preprocessing.word_tokenizer import WordTokenizer, resize_rows
 from keras_bert_lab.presets.weights import named_variables
+from keras_bert_lab.recipes import run_settings
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
-from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw
-from keras_bert_lab.training.pretrain import Phase, train_phases
+from keras_bert_lab.training.pretrain import Phase
 from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
 from keras_bert_lab.training.schedules import SlantedTriangular
 
@@ -203,22 +203,15 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
                                                                   settings.batch_size)
     start_step = 0
     if resume:
-        meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
-        start_step = meta["step"] if meta else 0
-        print(f"Resuming at step {start_step} of {settings.steps}.")
+        start_step = run_settings.restore(model, output_dir, settings)
     windows = len(blocks) // settings.batch_size
     epochs = -(-settings.steps // windows) + 1
     phase = Phase(0, settings.steps, heldout=None, batch_size=settings.batch_size,
                   sequence_length=settings.sequence_length,
                   stream=lambda skip: lm_dataset(blocks, settings.batch_size, shuffle=False,
                                                  epochs=epochs, skip_batches=skip))
-    stopped = train_phases(model, [phase], output_dir, start_step=start_step,
-                           checkpoint_every=settings.checkpoint_every,
-                           keep_checkpoints=settings.keep_checkpoints,
-                           eval_every=settings.eval_every, log_every=settings.log_every,
-                           verbose=verbose, callbacks=callbacks, log_columns=LOG_COLUMNS)
-    if stopped:
-        raise TrainingError(stopped)
+    run_settings.train(model, settings, output_dir, phase, start_step, verbose, callbacks,
+                       LOG_COLUMNS)
     metrics.update(steps=settings.steps, text_passes=round(settings.steps / windows, 2),
                    tokens_seen=settings.steps * settings.batch_size * settings.sequence_length)
     if heldout is not None:

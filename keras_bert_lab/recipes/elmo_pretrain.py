@@ -42,15 +42,15 @@ import time
 import keras
 import numpy as np
 
-from keras_bert_lab.errors import ConfigError, TrainingError
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.models.elmo import ElmoBiLM
 from keras_bert_lab.models.elmo_config import ElmoConfig
 from keras_bert_lab.recipes.language_model import heldout_blocks, kneser_ney_perplexity
+from keras_bert_lab.recipes import run_settings
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.elmo_lm import DIRECTIONS, ElmoLanguageModel
-from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw
-from keras_bert_lab.training.pretrain import Phase, train_phases
+from keras_bert_lab.training.pretrain import Phase
 from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
 from keras_bert_lab.training.schedules import WarmupCosineDecay
 
@@ -273,21 +273,14 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
         model.softmax.bias.assign(unigram_log_frequencies(data))
     start_step = 0
     if resume:
-        meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
-        start_step = meta["step"] if meta else 0
-        print(f"Resuming at step {start_step} of {settings.steps}.")
+        start_step = run_settings.restore(model, output_dir, settings)
     epochs = -(-settings.steps * settings.batch_size // len(blocks)) + 1
     phase = Phase(0, settings.steps, heldout=heldout_data, batch_size=settings.batch_size,
                   sequence_length=length,
                   stream=lambda skip: stream(blocks, seed=settings.seed, epochs=epochs,
                                              skip_batches=skip))
-    stopped = train_phases(model, [phase], output_dir, start_step=start_step,
-                           checkpoint_every=settings.checkpoint_every,
-                           keep_checkpoints=settings.keep_checkpoints,
-                           eval_every=settings.eval_every, log_every=settings.log_every,
-                           verbose=verbose, callbacks=callbacks, log_columns=LOG_COLUMNS)
-    if stopped:
-        raise TrainingError(stopped)
+    run_settings.train(model, settings, output_dir, phase, start_step, verbose, callbacks,
+                       LOG_COLUMNS)
     unk = data.words.index("<UNK>")
     metrics = {"steps": settings.steps, "train_words": int(len(data.train)),
                "train_unk_rate": float(np.mean(data.word_ids[data.train] == unk)),

@@ -24,15 +24,14 @@ import time
 import keras
 import numpy as np
 
-from keras_bert_lab.errors import TrainingError
 from keras_bert_lab.metrics.ngram import KneserNey
 from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.models.gpt_config import GPTConfig
+from keras_bert_lab.recipes import run_settings
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM
-from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw
-from keras_bert_lab.training.pretrain import Phase, train_phases
+from keras_bert_lab.training.pretrain import Phase
 from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
 from keras_bert_lab.training.schedules import WarmupCosineDecay
 
@@ -143,9 +142,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     model = build_model(settings, tokenizer.vocabulary_size)
     start_step = 0
     if resume:
-        meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
-        start_step = meta["step"] if meta else 0
-        print(f"Resuming at step {start_step} of {settings.steps}.")
+        start_step = run_settings.restore(model, output_dir, settings)
     epochs = -(-settings.steps * settings.batch_size // len(blocks)) + 1
     heldout_data = None
     if heldout is not None:
@@ -157,13 +154,8 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
                   sequence_length=settings.sequence_length,
                   stream=lambda skip: lm_dataset(blocks, settings.batch_size, settings.seed,
                                                  epochs=epochs, skip_batches=skip))
-    stopped = train_phases(model, [phase], output_dir, start_step=start_step,
-                           checkpoint_every=settings.checkpoint_every,
-                           keep_checkpoints=settings.keep_checkpoints,
-                           eval_every=settings.eval_every, log_every=settings.log_every,
-                           verbose=verbose, callbacks=callbacks, log_columns=LOG_COLUMNS)
-    if stopped:
-        raise TrainingError(stopped)
+    run_settings.train(model, settings, output_dir, phase, start_step, verbose, callbacks,
+                       LOG_COLUMNS)
     metrics = {"steps": settings.steps, "train_tokens": int(train.num_tokens),
                "vocabulary_size": tokenizer.vocabulary_size,
                "tokens_seen": settings.steps * settings.batch_size * settings.sequence_length}

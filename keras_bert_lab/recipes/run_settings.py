@@ -7,8 +7,9 @@ the one value it accepts in ``MODEL``.
 """
 
 import dataclasses
+import os
 
-from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.errors import ConfigError, TrainingError
 
 
 @dataclasses.dataclass
@@ -50,3 +51,27 @@ class RunSettings:
         data = dataclasses.asdict(self)
         data["corpus"] = list(self.corpus)
         return data
+
+
+def restore(model, output_dir, settings):
+    """The step a resumed run starts from: its newest checkpoint restored into ``model``."""
+    from keras_bert_lab.training.checkpoints import restore_checkpoint
+
+    meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
+    start_step = meta["step"] if meta else 0
+    print(f"Resuming at step {start_step} of {settings.steps}.")
+    return start_step
+
+
+def train(model, settings, output_dir, phase, start_step, verbose, callbacks, log_columns):
+    """One :class:`~keras_bert_lab.training.pretrain.Phase` with the settings' checkpoint, log
+    and evaluation cadence; ``TrainingError`` when the run stopped early (a signal, a NaN)."""
+    from keras_bert_lab.training.pretrain import train_phases
+
+    stopped = train_phases(model, [phase], output_dir, start_step=start_step,
+                           checkpoint_every=settings.checkpoint_every,
+                           keep_checkpoints=settings.keep_checkpoints,
+                           eval_every=settings.eval_every, log_every=settings.log_every,
+                           verbose=verbose, callbacks=callbacks, log_columns=log_columns)
+    if stopped:
+        raise TrainingError(stopped)
