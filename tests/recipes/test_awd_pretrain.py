@@ -12,8 +12,8 @@ import pytest
 from keras_bert_lab.cli import main
 from keras_bert_lab.errors import ConfigError, DataError, TrainingError
 from keras_bert_lab.pipelines.language_model import tbptt_blocks
-from keras_bert_lab.recipes.awd_pretrain import (AwdPretrainSettings, kneser_ney_baseline,
-                                                 read_lines, run)
+from keras_bert_lab.recipes.awd_pretrain import (FINETUNE, AwdPretrainSettings,
+                                                 kneser_ney_baseline, read_lines, run)
 from keras_bert_lab.recipes.language_model import kneser_ney_perplexity
 from tests.markers import recipe_resume
 from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
@@ -52,11 +52,13 @@ def test_the_three_stages(corpus_file, tmp_path):  # noqa: F811
     out = tmp_path / "classifier"
     assert main(["finetune", "classify", "--preset", str(tmp_path / "target" / "preset"),
                  "--dataset", "rotten_tomatoes", "--output", str(out), "--limit", "32",
-                 "--epochs", "2", "--batch-size", "8", "--sequence-length", "24"]) == 0
+                 "--epochs", "2", "--batch-size", "8", "--sequence-length", "24",
+                 "--unfreeze", "gradual", "--schedule", "slanted", "--layer-decay", "0.385"]) == 0
     report = json.loads((out / "metrics.json").read_text())
-    # No technique flag given: the preset's recommendation (ULMFiT's recipe) applies.
-    assert {k: report["settings"][k] for k in ("unfreeze", "schedule", "layer_decay")} == {
-        "unfreeze": "gradual", "schedule": "slanted", "layer_decay": 0.3846}
+    # The flags given win; what no flag sets comes from the preset's recommendation.
+    given = {"epochs": 2, "unfreeze": "gradual", "schedule": "slanted", "layer_decay": 0.385}
+    advice = {k: v for k, v in FINETUNE.items() if k not in given}
+    assert {k: report["settings"][k] for k in {**given, **advice}} == {**given, **advice}
     assert 0.0 <= report["test"]["accuracy"] <= 1.0 and report["labels"] == ["negative",
                                                                             "positive"]
     from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
