@@ -21,6 +21,10 @@ glob, a directory (read recursively, in sorted order), a list of these, or a *na
 (``"wikitext2"``, ``"news"``: the ``corpus`` sources of :mod:`keras_bert_lab.data.registry`) that
 lives in a registry package.
 
+It stays one module (~500 lines) because every format shares one reader (``_Reader``: decoding,
+binary sniffing, compression, globbing, the repair counts in ``ReadStats``); split by format, each
+part would need all of it.
+
 Real corpora are dirty. Reading never stops for bad input: undecodable bytes become U+FFFD,
 binary files are skipped, very long sentences are cut at whitespace, empty documents are dropped,
 malformed JSON lines are skipped — and every such repair is counted in :class:`ReadStats` and

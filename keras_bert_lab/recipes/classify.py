@@ -146,14 +146,13 @@ def run_classification(args):
 
     side = gpt_tasks if gpt_tasks.is_gpt(settings.preset) else \
         awd_tasks if awd_tasks.is_awd(settings.preset) else None
+    if side is not gpt_tasks:
+        gpt_tasks.refuse_gpt_flags(args)
     if side is not None:
-        if side is awd_tasks:
-            gpt_tasks.refuse_gpt_flags(args)
         model, features = side.classification(settings, args, problem,
                                               len(names) if names else 1, splits)
         data = {name: (features[name], targets(splits[name])) for name in features}
     else:
-        gpt_tasks.refuse_gpt_flags(args)
         model = BertClassifier.from_preset(settings.preset, problem=problem, labels=names,
                                            num_classes=len(names) if names else 1,
                                            dropout=args.dropout, pooling=args.pooling)

@@ -139,9 +139,7 @@ def rebuild_optimizer(model):
             if variable.path in values and variable.shape == values[variable.path].shape:
                 variable.assign(values[variable.path])
     model.optimizer = new
-    # Each backend's compiled step captured the old trainable set and optimizer.
-    model.train_function = None
-    model.make_train_function(force=True)
+    model.make_train_function(force=True)   # the compiled step held the old set and optimizer
     return new
 
 
