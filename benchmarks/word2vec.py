@@ -75,7 +75,7 @@ def gensim_run(corpus, seed):
     return result
 
 
-def ours_run(corpus, seed, shared_pool):
+def ours_run(corpus, seed, shared_pool, batch_size):
     """One recipe run in this process (KERAS_BACKEND set by the caller)."""
     import keras
     import numpy as np
@@ -84,11 +84,11 @@ def ours_run(corpus, seed, shared_pool):
     from keras_bert_lab.vectors import read_text
 
     settings = Word2VecSettings(corpus=tuple(corpus), seed=seed, shared_pool=shared_pool,
-                                **SETTINGS)
+                                batch_size=batch_size, **SETTINGS)
     with tempfile.TemporaryDirectory() as out:
         metrics = run(settings, os.path.join(out, "run"), verbose=0)
         vectors = read_text(os.path.join(out, "run", "vectors.txt"))
-    result = {"side": f"ours, {keras.backend.backend()}" +
+    result = {"side": f"ours, {keras.backend.backend()}, {batch_size}" +
                       (f", pool {shared_pool}" if shared_pool else ", per-pair noise"),
               "seed": seed, "seconds": metrics["train_seconds"],
               "words_per_s": metrics["words_per_s"], "vocabulary": len(vectors)}
@@ -96,10 +96,10 @@ def ours_run(corpus, seed, shared_pool):
     return result
 
 
-def child(backend, corpus, seed, shared_pool):
+def child(backend, corpus, seed, shared_pool, batch_size):
     env = dict(os.environ, KERAS_BACKEND=backend, OMP_WAIT_POLICY="PASSIVE")
     command = [sys.executable, __file__, "--child", "--corpus", *corpus, "--seeds", str(seed),
-               "--pool", str(shared_pool)]
+               "--pool", str(shared_pool), "--batch-size", str(batch_size)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
         sys.stderr.write(done.stderr[-3000:])
@@ -122,13 +122,23 @@ def main():
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--backend-seeds", type=int, default=1,
                         help="seeds for every backend but the first (which runs all --seeds)")
-    parser.add_argument("--pool", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="pairs per step (default: the recipe's)")
+    parser.add_argument("--pool", type=int, default=None,
+                        help="shared noise pool per batch (default: the recipe's)")
+    parser.add_argument("--no-gensim", action="store_true",
+                        help="skip gensim (ratios then read 'nan')")
     parser.add_argument("--per-pair", action="store_true",
                         help="also one run with per-pair noise words on the first backend")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    from keras_bert_lab.recipes.word2vec import Word2VecSettings
+
+    defaults = Word2VecSettings()
+    args.batch_size = args.batch_size or defaults.batch_size
+    args.pool = defaults.shared_pool if args.pool is None else args.pool
     if args.child:
-        print(json.dumps(ours_run(args.corpus, args.seeds[0], args.pool)))
+        print(json.dumps(ours_run(args.corpus, args.seeds[0], args.pool, args.batch_size)))
         return
     from benchmarks.machine import cpu_jiffies
 
@@ -136,20 +146,22 @@ def main():
     print(f"corpus {' + '.join(args.corpus)}; settings {SETTINGS}; skip-gram")
     print(f"{'run':<34} {'seed':>4} {'train s':>8} {'words/s':>10} {'vs gs':>7} "
           f"{'analogy (used)':>17} {'sem':>7} {'syn':>7} {'WS353':>7} {'SL999':>7}")
-    gensim_rows = [gensim_run(args.corpus, seed) for seed in args.seeds]
-    reference = statistics.mean(r["words_per_s"] for r in gensim_rows)
+    gensim_rows = [] if args.no_gensim else [gensim_run(args.corpus, seed) for seed in args.seeds]
+    reference = (statistics.mean(r["words_per_s"] for r in gensim_rows) if gensim_rows
+                 else None)
     for row in gensim_rows:
         show(row, reference)
     rows = {}
     for i, backend in enumerate(args.backends):
         seeds = args.seeds if i == 0 else args.seeds[:args.backend_seeds]
-        rows[backend] = [child(backend, args.corpus, seed, args.pool) for seed in seeds]
+        rows[backend] = [child(backend, args.corpus, seed, args.pool, args.batch_size)
+                         for seed in seeds]
         for row in rows[backend]:
             show(row, reference)
     if args.per_pair:
-        show(child(args.backends[0], args.corpus, args.seeds[0], 0), reference)
+        show(child(args.backends[0], args.corpus, args.seeds[0], 0, args.batch_size), reference)
     print("\nmeans over seeds (spread = max − min):")
-    for name, group in [("gensim", gensim_rows)] + list(rows.items()):
+    for name, group in [("gensim", gensim_rows)] * bool(gensim_rows) + list(rows.items()):
         for key in ("words_per_s", "analogy", "wordsim353", "simlex999"):
             values = [r[key] for r in group]
             print(f"  {name:<10} {key:<11} mean {statistics.mean(values):.4g} "

@@ -20,6 +20,15 @@ pair is scored against the whole pool with one matrix product, its noise term sc
 
 Initialisation follows word2vec.c: input vectors uniform in ``±0.5 / dim``, output vectors zero.
 
+Training with plain SGD (the default ``compile()``) takes a **row-sparse step**: the gradient of
+the loss above is written out (``g₀ = −σ(−s₀)`` for the true pair, ``g_k = w_k σ(s_k)`` for
+noise word ``k``; then ``∂/∂v = g₀ u_center + Σ g_k u_k``, ``∂/∂u = g · v``) and only the rows a
+batch touched are updated, with one scatter-add per table — word2vec.c's update, summed over
+the batch. Autodiff through the embedding gathers would build a dense ``vocabulary × dim``
+gradient for both tables at every step (and the optimizer would then update every row), which
+made each step cost time in proportion to the vocabulary. Any other optimizer (or loss) falls
+back to Keras' ordinary ``train_step``; both give the same update for SGD (tested).
+
 Example:
 >>> import numpy as np
 >>> model = Word2Vec(vocabulary_size=50, dim=8, negatives=3)
@@ -43,8 +52,8 @@ ARCHITECTURES = ("skipgram", "cbow")
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class NegativeSamplingLoss(keras.losses.Loss):
     """−log σ(s₀) − Σ_k w_k log σ(−s_k) per example, summed over the batch: ``logits[:, 0]`` is
-    the true pair's score and ``y_true`` holds the weight of each noise score (1 as in
-    word2vec.c; ``k / pool`` for a shared pool)."""
+    the true pair's score and ``y_true`` the noise scores' weights, one column or one per score
+    (1 as in word2vec.c; ``k / pool`` for a shared pool)."""
 
     def __init__(self, reduction="sum", name="negative_sampling", **kwargs):
         super().__init__(reduction=reduction, name=name, **kwargs)
@@ -105,14 +114,92 @@ class Word2Vec(keras.Model):
         return ops.convert_to_numpy(self.get_layer("input_vectors").embeddings)
 
     def noise_weights(self, batch_size):
-        """The ``y`` that :class:`NegativeSamplingLoss` expects: each noise score's weight."""
-        columns = self.shared_pool or self.negatives
-        weight = self.negatives / columns
-        return np.full((batch_size, columns), weight, "float32")
+        """The ``y`` that :class:`NegativeSamplingLoss` expects: the weight of the noise scores
+        (``negatives / pool`` with a shared pool, else 1), one column that broadcasts over them."""
+        return np.full((batch_size, 1), self.negatives / (self.shared_pool or self.negatives),
+                       "float32")
 
-    def compile(self, optimizer="sgd", **kwargs):
+    def compile(self, optimizer="sgd", row_sparse=True, **kwargs):
+        """As ``keras.Model.compile``, with this model's loss by default. ``row_sparse``: train
+        plain SGD with the row-sparse step (see the module docstring); ``False`` differentiates
+        through the gathers as any Keras model does (the same update, slower)."""
         kwargs.setdefault("loss", NegativeSamplingLoss())
         super().compile(optimizer=optimizer, **kwargs)
+        sgd = self.optimizer
+        self.takes_sparse_steps = bool(
+            row_sparse and isinstance(sgd, keras.optimizers.SGD) and not sgd.momentum
+            and not sgd.weight_decay and sgd.loss_scale_factor is None and not sgd.use_ema
+            and sgd.clipnorm is None and sgd.clipvalue is None and sgd.global_clipnorm is None
+            and sgd.gradient_accumulation_steps is None
+            and isinstance(kwargs["loss"], NegativeSamplingLoss))
+
+    def train_step(self, *args):
+        if not getattr(self, "takes_sparse_steps", False):
+            return super().train_step(*args)
+        if keras.backend.backend() != "jax":
+            return self._sparse_sgd_step(*args)
+        # JAX steps are pure functions of the state: run the same step on the state's values
+        # and return the values it assigned.
+        state, data = args
+        owners = (self.trainable_variables, self.non_trainable_variables,
+                  self.optimizer.variables, self.metrics_variables)
+        mapping = [(v, value) for group, values in zip(owners, state)
+                   for v, value in zip(group, values)]
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            logs = self._sparse_sgd_step(data)
+        new_state = tuple([scope.get_current_value(v) if scope.get_current_value(v) is not None
+                           else value for v, value in zip(group, values)]
+                          for group, values in zip(owners, state))
+        return logs, new_state
+
+    def _sparse_sgd_step(self, data):
+        """One SGD step that scatters ``−rate · gradient`` into the rows the batch touched."""
+        inputs, noise_weights = data[0], data[1]
+        input_table = self.get_layer("input_vectors").embeddings
+        output_table = self.get_layer("output_vectors").embeddings
+        # B batch, K noise columns (negatives, or the pool), W context width, D dim.
+        center = ops.cast(inputs["center"], "int32")                     # (B,)
+        context = ops.cast(inputs["context"], "int32")                   # (B, W)
+        noise = ops.cast(inputs["negatives"], "int32")
+        if self.shared_pool:
+            noise = noise[: self.shared_pool, 0]                          # (K,)
+        real = ops.cast(context >= 0, input_table.dtype)                 # (B, W)
+        share = real / ops.maximum(ops.sum(real, axis=1, keepdims=True), 1.0)
+        context_ids = ops.maximum(context, 0)
+        hidden = ops.einsum("bw,bwd->bd", share, _rows(input_table, context_ids))
+        center_vectors = _rows(output_table, center)                     # (B, D)
+        noise_vectors = _rows(output_table, noise)                       # (K, D) or (B, K, D)
+        positive = ops.sum(hidden * center_vectors, axis=-1)             # (B,)
+        weights = ops.cast(noise_weights, hidden.dtype)                  # (B, 1) or (B, K)
+        if self.shared_pool:
+            negative = ops.matmul(hidden, ops.transpose(noise_vectors))  # (B, K)
+        else:
+            negative = ops.einsum("bd,bkd->bk", hidden, noise_vectors)
+        losses = -ops.log_sigmoid(positive) - ops.sum(weights * ops.log_sigmoid(-negative), -1)
+        # ∂loss/∂score: σ(s₀) − 1 for the true pair, w·σ(s) for each noise score.
+        positive_grad = -ops.sigmoid(-positive)                          # (B,)
+        negative_grad = weights * ops.sigmoid(negative)                  # (B, K)
+        if self.shared_pool:
+            hidden_grad = positive_grad[:, None] * center_vectors + ops.matmul(
+                negative_grad, noise_vectors)
+            noise_grad = ops.matmul(ops.transpose(negative_grad), hidden)  # (K, D)
+        else:
+            hidden_grad = positive_grad[:, None] * center_vectors + ops.einsum(
+                "bk,bkd->bd", negative_grad, noise_vectors)
+            noise_grad = negative_grad[..., None] * hidden[:, None, :]     # (B, K, D)
+        rate = ops.cast(self.optimizer.learning_rate, hidden.dtype)
+        dim = self.dim
+        output_rows = ops.concatenate([center, ops.reshape(noise, (-1,))], axis=0)
+        output_steps = ops.concatenate([positive_grad[:, None] * hidden,
+                                        ops.reshape(noise_grad, (-1, dim))], axis=0)
+        input_steps = share[..., None] * hidden_grad[:, None, :]          # (B, W, D)
+        _add_rows(input_table, ops.reshape(context_ids, (-1,)),
+                  -rate * ops.reshape(input_steps, (-1, dim)))
+        _add_rows(output_table, output_rows, -rate * output_steps)
+        self.optimizer.iterations.assign_add(1)
+        loss = ops.sum(losses)
+        self._loss_tracker.update_state(loss, sample_weight=ops.shape(center)[0])
+        return self.get_metrics_result()
 
     def get_config(self):
         return {"vocabulary_size": self.vocabulary_size, "dim": self.dim,
@@ -122,6 +209,31 @@ class Word2Vec(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+# Row access for the sparse step. `keras.ops` has no in-place row update: `scatter_update`
+# returns a new vocabulary × dim tensor, which JAX turns into an in-place update of the step's
+# donated buffer, but which TensorFlow and PyTorch would copy. On those two the backend
+# variable's own row-wise methods are called (methods of the variable: no backend import), and
+# TensorFlow gathers the rows from the variable itself instead of reading the whole table.
+
+
+def _rows(table, ids):
+    """``table[ids]``, without a gradient."""
+    if keras.backend.backend() == "tensorflow":
+        return table.value.sparse_read(ids)
+    return ops.take(ops.stop_gradient(ops.convert_to_tensor(table)), ids, axis=0)
+
+
+def _add_rows(table, rows, updates):
+    """``table[rows] += updates`` in place (rows may repeat: their updates add up)."""
+    if keras.backend.backend() == "tensorflow":
+        table.value.scatter_nd_add(ops.expand_dims(rows, -1), updates)
+    elif keras.backend.backend() == "torch":
+        table.value.data.index_add_(0, rows, updates)
+    else:
+        table.assign(ops.scatter_update(table, ops.expand_dims(rows, -1), updates,
+                                        reduction="add"))
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")

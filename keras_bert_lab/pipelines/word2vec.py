@@ -18,7 +18,8 @@ sentences. For each chunk, every epoch, with stateless random numbers seeded by
    ``negatives`` per example, or one pool of ``shared_pool`` per batch (see
    :class:`~keras_bert_lab.models.word2vec.Word2Vec`).
 
-Elements are ``(inputs, noise_weights)`` ready for ``Word2Vec.fit``. The expected number of
+Elements are ``(inputs, noise_weights)`` ready for ``Word2Vec.fit`` (the weight of every noise
+score, one column: it is the same for all). The expected number of
 examples per epoch (:func:`expected_examples`) sizes ``steps_per_epoch`` and the learning-rate
 decay.
 
@@ -29,7 +30,7 @@ Example:
 ...                         negatives=3, batch_size=4)
 >>> inputs, weights = next(iter(data))
 >>> sorted(inputs), tuple(inputs["negatives"].shape), tuple(weights.shape)
-(['center', 'context', 'negatives'], (4, 3), (4, 3))
+(['center', 'context', 'negatives'], (4, 3), (4, 1))
 """
 
 import numpy as np
@@ -168,8 +169,7 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
         noise_ids = tf.reshape(tf.minimum(noise_ids, vocabulary_size - 1), (rows, columns))
         if shared_pool:
             noise_ids = tf.pad(noise_ids, [[0, batch_size - shared_pool], [0, 0]])
-        width = shared_pool or negatives
-        weights = tf.fill((batch_size, width), negatives / width)
+        weights = tf.fill((batch_size, 1), negatives / (shared_pool or negatives))
         return {"center": center, "context": context, "negatives": noise_ids}, weights
 
     def epoch_of(epoch):

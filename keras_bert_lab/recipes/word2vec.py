@@ -59,6 +59,7 @@ class Word2VecSettings:
     min_learning_rate: float = 1e-4
     batch_size: int = 2048
     shared_pool: int = 16              # 0: each example its own noise words (word2vec.c)
+    steps_per_execution: int = 50      # steps per compiled call (PyTorch: always 1)
     lowercase: bool = True
     seed: int = 0
 
@@ -67,7 +68,8 @@ class Word2VecSettings:
         if self.architecture not in ARCHITECTURES:
             raise ConfigError(f"architecture={self.architecture!r}; choose one of "
                               f"{ARCHITECTURES}.")
-        for name in ("dim", "window", "min_count", "negatives", "epochs", "batch_size"):
+        for name in ("dim", "window", "min_count", "negatives", "epochs", "batch_size",
+                     "steps_per_execution"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")
         if self.learning_rate is None:
@@ -85,12 +87,13 @@ class Word2VecSettings:
 class WordRate(keras.callbacks.Callback):
     """A progress bar over the run's corpus words, showing words/s and the loss per example."""
 
-    def __init__(self, total_words, words_per_step, batch_size, first_step=0, verbose=1):
+    def __init__(self, total_words, words_per_step, batch_size, steps_per_epoch, first_step=0,
+                 verbose=1):
         super().__init__()
-        self.batch_size = batch_size
+        self.batch_size, self.steps_per_epoch = batch_size, steps_per_epoch
         self.total, self.per_step = total_words, words_per_step
         self.first_step, self.verbose = first_step, verbose
-        self.bar = None
+        self.bar, self.epoch = None, 0
 
     def on_train_begin(self, logs=None):
         from tqdm.auto import tqdm
@@ -99,8 +102,13 @@ class WordRate(keras.callbacks.Callback):
                         initial=min(self.first_step * self.per_step, self.total),
                         desc="word2vec", smoothing=0.1)
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
     def on_train_batch_end(self, batch, logs=None):
-        self.bar.update(min(self.per_step, self.total - self.bar.n))
+        # `batch` is the last step of the call (several with `steps_per_execution`).
+        done = (self.epoch * self.steps_per_epoch + batch + 1) * self.per_step
+        self.bar.update(max(min(done, self.total) - self.bar.n, 0))
         if batch % 20 == 0 and logs and "loss" in logs:
             self.bar.set_postfix(loss=f"{float(logs['loss']) / self.batch_size:.3f}",
                                  refresh=False)
@@ -165,13 +173,18 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     keras.utils.set_random_seed(settings.seed)
     keep = keep_probabilities(vocabulary.counts, settings.sample, settings.subsampling)
     expected = expected_examples(ids, starts, keep, settings.window, settings.architecture)
+    # Several steps per compiled call (not on PyTorch, where Keras runs one), and epochs a whole
+    # number of calls (an epoch of `fit` is then up to `per_call - 1` steps short of a pass).
     steps_per_epoch = max(int(expected // settings.batch_size), 1)
+    per_call = 1 if keras.backend.backend() == "torch" else min(settings.steps_per_execution,
+                                                                 steps_per_epoch)
+    steps_per_epoch -= steps_per_epoch % per_call
     total_steps = steps_per_epoch * settings.epochs
     model = Word2Vec(len(vocabulary), settings.dim, settings.negatives, settings.architecture,
                      settings.window, settings.shared_pool)
     schedule = WarmupLinearDecay(settings.learning_rate, 0, total_steps,
                                  settings.min_learning_rate)
-    model.compile(keras.optimizers.SGD(schedule))
+    model.compile(keras.optimizers.SGD(schedule), steps_per_execution=per_call)
     checkpoints = output / "checkpoints"
     step = 0
     if resume:
@@ -190,7 +203,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     checkpoint = TrainingCheckpoint(str(checkpoints), every_steps=steps_per_epoch, keep=2,
                                     handle_signals=False)
     rate = WordRate(vocabulary.total_words * settings.epochs, words_per_step,
-                    settings.batch_size, step, verbose)
+                    settings.batch_size, steps_per_epoch, step, verbose)
     started = time.time()
     history = model.fit(data, steps_per_epoch=steps_per_epoch, epochs=settings.epochs,
                         initial_epoch=step // steps_per_epoch, verbose=0, shuffle=False,

@@ -56,7 +56,7 @@ def test_shared_pool_scores_every_example_against_the_pool():
     assert scores.shape == (4, 4)
     np.testing.assert_allclose(scores[:, 1:], v[[4, 5, 6, 7]] @ u[[10, 11, 12]].T, rtol=1e-5,
                                atol=1e-5)
-    np.testing.assert_allclose(model.noise_weights(4), np.full((4, 3), 2 / 3))
+    np.testing.assert_allclose(model.noise_weights(4), np.full((4, 1), 2 / 3))
 
 
 def test_loss_is_the_papers_objective_summed_over_the_batch():
@@ -112,3 +112,49 @@ def test_learns_a_planted_cluster_structure(architecture):
     similarity = vectors @ vectors.T - 2 * np.eye(vocabulary)
     nearest = similarity.argmax(axis=1)
     assert (nearest // size == np.arange(vocabulary) // size).all()
+
+
+@pytest.mark.parametrize("architecture,pool", [("skipgram", 0), ("skipgram", 4), ("cbow", 0),
+                                               ("cbow", 4)])
+def test_row_sparse_sgd_step_equals_the_autodiff_step(architecture, pool):
+    """The written-out gradient, scattered into the touched rows, gives the tables that Keras'
+    own SGD step gives by differentiating the model — with ids repeated inside the batch."""
+    rng = np.random.default_rng(3)
+    batch, vocabulary = 12, 9            # 12 examples over 9 words: every batch repeats rows
+    width = 4 if architecture == "cbow" else 1
+    context = rng.integers(0, vocabulary, (batch, width)).astype("int32")
+    if architecture == "cbow":
+        context[:, -1] = -1
+        context[0, 1:] = -1
+    noise = rng.integers(0, vocabulary, (batch, pool or 3)).astype("int32")
+    x = {"center": rng.integers(0, vocabulary, batch).astype("int32"), "context": context,
+         "negatives": noise[:, :1] if pool else noise}
+    results = []
+    for row_sparse in (True, False):
+        model = Word2Vec(vocabulary, 5, negatives=3, architecture=architecture, window=2,
+                         shared_pool=pool)
+        randomise(model, 4)
+        steps = 1 if keras.backend.backend() == "torch" else 2
+        model.compile(keras.optimizers.SGD(keras.optimizers.schedules.PolynomialDecay(
+            0.3, 4, 0.05)), row_sparse=row_sparse, steps_per_execution=steps)
+        assert model.takes_sparse_steps == row_sparse
+        history = model.fit(x, model.noise_weights(batch), batch_size=batch // 2, epochs=2,
+                            shuffle=False, verbose=0)
+        results.append((*tables(model), history.history["loss"],
+                        int(to_numpy(model.optimizer.iterations))))
+    sparse, dense = results
+    np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sparse[2], dense[2], rtol=1e-5)
+    assert sparse[3] == dense[3] == 4
+    assert np.abs(sparse[1]).max() > 0.1       # the zero-initialised output table did move
+
+
+def test_other_optimizers_take_keras_own_step():
+    model = Word2Vec(10, 4)
+    model.compile(keras.optimizers.Adam(0.1))
+    assert not model.takes_sparse_steps
+    model.compile(keras.optimizers.SGD(0.1, momentum=0.9))
+    assert not model.takes_sparse_steps
+    model.compile()
+    assert model.takes_sparse_steps

@@ -10,6 +10,9 @@ tf = pytest.importorskip("tensorflow")
 
 from keras_bert_lab.pipelines.word2vec import (chunk_bounds, expected_examples,  # noqa: E402
                                                skipgram_dataset, window_contexts, window_pairs)
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def brute_force_pairs(sentences, reduced):
@@ -112,7 +115,7 @@ def test_shared_pool_and_reproducibility():
                                          noise=np.full(30, 1 / 30), batch_size=64,
                                          shared_pool=16, seed=seed)
     (a, wa), (b, _), (c, _) = (next(iter(make(s))) for s in (4, 4, 5))
-    assert a["negatives"].shape == (64, 1) and wa.shape == (64, 16)
+    assert a["negatives"].shape == (64, 1) and wa.shape == (64, 1)
     np.testing.assert_allclose(wa.numpy(), 5 / 16)
     assert (a["negatives"].numpy()[16:] == 0).all()
     np.testing.assert_array_equal(a["center"].numpy(), b["center"].numpy())
