@@ -11,7 +11,7 @@ import time
 
 from keras_bert_lab.errors import KblError
 from keras_bert_lab.recipes import (classify, export, features, generate, ner, preset_commands,
-                                    pretrain, squad, word2vec)
+                                    pretrain, squad, use_commands, word2vec)
 
 
 def _models(args):
@@ -232,6 +232,7 @@ def build_parser():
     features.register(sub)
     generate.register(sub)
     export.register(sub)
+    use_commands.register(sub)
     p = sub.add_parser("vocab", help="train a WordPiece vocabulary (vocab.txt) or, with --bpe, "
                                      "GPT-1 byte-pair merges on a corpus")
     p.add_argument("--corpus", nargs="+", required=True, metavar="FILE|NAME[:PART]",

@@ -184,7 +184,9 @@ def run_classification(args):
     extra = {"data": how, "problem": problem, "labels": names, "valid": valid_scores,
              "sizes": {name: len(splits[name]) for name in data}}
     return common.finish(model, settings, report, test_metrics=test_scores, extra=extra,
-                         preprocessor={"pair": bool(args.pair)})
+                         preprocessor={"pair": bool(args.pair), "text_column": args.text_column,
+                                       "pair_column": args.text_pair_column if args.pair
+                                       else None})
 
 
 def run_choice(args):

@@ -77,7 +77,8 @@ def test_classify_run_from_csv_files(tmp_path):
     assert saved["best"]["accuracy"] == metrics["best"]["accuracy"]
     model = BertClassifier.from_preset(out / "preset")
     assert model.labels == ["neg", "pos"]
-    assert read_preset(out / "preset").preprocessor == {"sequence_length": 16, "pair": False}
+    assert read_preset(out / "preset").preprocessor == {   # what `kbl predict` reads back
+        "sequence_length": 16, "pair": False, "text_column": "review", "pair_column": None}
     predictions = list(csv.DictReader(open(out / "test_predictions.csv", encoding="utf-8")))
     assert len(predictions) == 16 and {p["predicted"] for p in predictions} <= {"neg", "pos"}
 
