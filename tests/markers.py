@@ -14,3 +14,9 @@ backend_independent = pytest.mark.skipif(
 recipe_resume = pytest.mark.skipif(
     keras.backend.backend() != "torch",
     reason="a recipe's exact resume runs on torch; the loop's on every backend")
+
+# The docstring examples are run once, under TensorFlow: they show how to call the code, and
+# what they show is tested on every backend by the module's own tests.
+examples_once = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="docstring examples run once; their behaviour is tested on every backend")

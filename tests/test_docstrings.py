@@ -7,6 +7,7 @@ import pkgutil
 import pytest
 
 import keras_bert_lab
+from tests.markers import examples_once
 
 MODULES = sorted(info.name for info in pkgutil.walk_packages(keras_bert_lab.__path__,
                                                              "keras_bert_lab."))
@@ -46,6 +47,7 @@ MUST_HAVE_EXAMPLES = {
 }
 
 
+@examples_once
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)

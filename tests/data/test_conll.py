@@ -7,6 +7,9 @@ from keras_bert_lab.data import registry as datasets
 from keras_bert_lab.data.conll import TaggedSentence
 from keras_bert_lab.data.splits import split
 from keras_bert_lab.errors import DataError
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def write(tmp_path, text, name="data.conll"):

@@ -15,6 +15,9 @@ from keras_bert_lab.data.corpora import ReadStats, load_corpus, read_documents
 from keras_bert_lab.data.sentences import split_sentences
 from keras_bert_lab.errors import DataError, MissingPackageError
 from tests.conftest import locate_or_skip
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def write(path, data):

@@ -10,6 +10,9 @@ from keras_bert_lab.data.labels import LabelVocabulary
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.data.splits import split, split_indices
 from keras_bert_lab.errors import DataError
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def write(tmp_path, name, text, encoding="utf-8"):

@@ -7,6 +7,9 @@ import pytest
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.data.squad import read_squad
 from keras_bert_lab.errors import DataError
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def sample():

@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from keras_bert_lab.metrics import classification
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def test_correlations_match_scipy():

@@ -7,6 +7,9 @@ import pytest
 
 from keras_bert_lab.errors import DataError
 from keras_bert_lab.metrics import entities as tagging
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")

@@ -7,6 +7,9 @@ import pytest
 
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.metrics.ngram import KneserNey
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 TEXT = "the cat sat on the mat . the dog sat on the log .".split()
 

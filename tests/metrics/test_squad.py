@@ -13,6 +13,9 @@ from keras_bert_lab.data.registry import locate
 from keras_bert_lab.data.squad import SquadExample, read_squad
 from keras_bert_lab.metrics.squad import normalize_answer, squad_scores
 from tests.synthetic_squad import synthetic_squad
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 @pytest.fixture(scope="module")

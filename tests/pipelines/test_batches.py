@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from keras_bert_lab.pipelines.batches import batches
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def _features(n=10, length=40, seed=0):

@@ -7,6 +7,9 @@ from keras_bert_lab.errors import DataError
 from keras_bert_lab.pipelines.language_model import (block_order, elmo_dataset, lm_blocks,
                                                      lm_dataset, tbptt_blocks, type_characters,
                                                      word_stream, word_vocabulary)
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def test_blocks_cover_every_target_once_and_separate_documents():

@@ -11,6 +11,9 @@ from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.preprocessing.bpe import (GPT_SPECIAL_TOKENS, BytePairTokenizer, read_encoder,
                                               read_merges)
 from tests.conftest import locate_or_skip
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

@@ -11,6 +11,9 @@ from keras_bert_lab.preprocessing.bpe import GPT_SPECIAL_TOKENS
 from keras_bert_lab.preprocessing.bpe_trainer import learn_merges, train_bpe
 from keras_bert_lab.preprocessing.wordpiece_trainer import count_words
 from tests.conftest import locate_or_skip
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 tokenizers = pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")

@@ -13,6 +13,9 @@ import tensorflow as tf
 from keras_bert_lab.errors import InputError
 from keras_bert_lab.preprocessing.characters import (character_ids, tf_character_ids,
                                                      token_character_ids)
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 PAD = 261  # 260 + 1
 

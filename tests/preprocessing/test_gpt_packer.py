@@ -6,6 +6,9 @@ import pytest
 from keras_bert_lab.errors import DataError
 from keras_bert_lab.preprocessing.bpe_trainer import train_bpe
 from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "yes", "no"]
 

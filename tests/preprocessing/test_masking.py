@@ -14,6 +14,9 @@ import tensorflow as tf
 
 from keras_bert_lab.preprocessing import masking
 from keras_bert_lab.preprocessing.masking import MaskedLMMasker
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 VOCAB = 2000

@@ -11,6 +11,9 @@ import tensorflow as tf
 from keras_bert_lab.preprocessing import normalization
 from keras_bert_lab.preprocessing.wordpiece import BasicTokenizer, WordPieceTokenizer
 from tests.conftest import hf_encode
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 BLOCK = 4096
 

@@ -7,6 +7,9 @@ import tensorflow as tf
 from keras_bert_lab.errors import DataError, InputError, KblError
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer, read_vocabulary
 from tests.conftest import hf_encode
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 HARD_STRINGS = [
     "café naïve Ångström façade Ærøskøbing",             # accents (precomposed)

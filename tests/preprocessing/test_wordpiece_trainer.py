@@ -10,6 +10,9 @@ from keras_bert_lab.errors import DataError
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.preprocessing.wordpiece_trainer import count_words, read_lines, train_vocabulary
 from tests.conftest import locate_or_skip
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 pytest.importorskip("tokenizers")
 

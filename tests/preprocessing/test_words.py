@@ -6,6 +6,9 @@ import pytest
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.preprocessing.words import (WordVocabulary, keep_probabilities,
                                                 noise_distribution, split_words)
+from tests.markers import backend_independent
+
+pytestmark = backend_independent
 
 
 def test_split_words_drops_punctuation_and_wikitext_markers():

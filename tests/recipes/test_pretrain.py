@@ -89,25 +89,29 @@ def test_run_resumes_exactly(corpus_file, tmp_path):
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
 
 
-def test_accumulation_counts_updates_and_resumes_exactly(corpus_file, tmp_path):
-    """--steps counts optimizer updates: with --accumulation 2, 4 steps are 8 batches, checkpoints
-    fall on updates only (a signal between the two batches of an update waits for the update),
-    log rows are one per update, and a resumed run ends with the unbroken run's weights."""
+def test_accumulation_counts_updates(corpus_file, tmp_path):
+    """--steps counts optimizer updates: with --accumulation 2, 4 steps are 8 batches,
+    checkpoints fall on updates only, and log rows are one per update."""
     import csv
 
     from keras_bert_lab.training.checkpoints import list_checkpoints
 
-    settings = settings_for(corpus_file, steps=4, accumulation=2, checkpoint_every=2, log_every=1,
-                            eval_every=4)
     unbroken = str(tmp_path / "unbroken")
-    run(settings, unbroken, verbose=0)
+    run(accumulated_settings(corpus_file), unbroken, verbose=0)
     names = [os.path.basename(c) for c in list_checkpoints(os.path.join(unbroken, "checkpoints"))]
     assert names == ["ckpt-00000002", "ckpt-00000004"]
     steps = [int(row["step"]) for row in csv.DictReader(open(os.path.join(unbroken, "log.csv")))
              if row["split"] == "train"]
     assert steps == [1, 2, 3, 4]
 
-    broken = str(tmp_path / "broken")
+
+@recipe_resume
+def test_accumulation_resumes_exactly(corpus_file, tmp_path):
+    """A signal between the two batches of an update waits for the update; the resumed run
+    ends with the unbroken run's weights."""
+    settings = accumulated_settings(corpus_file)
+    unbroken, broken = str(tmp_path / "unbroken"), str(tmp_path / "broken")
+    run(settings, unbroken, verbose=0)
     with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 2"):
         run(settings, broken, verbose=0, callbacks=[SendSignalAt(1)])  # signalled mid-update 2
     run(settings, broken, resume=True, verbose=0)
@@ -116,6 +120,12 @@ def test_accumulation_counts_updates_and_resumes_exactly(corpus_file, tmp_path):
     assert name_a == name_b == "ckpt-00000004"
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+def accumulated_settings(corpus_file):
+    """4 optimizer updates of 2 batches each, a checkpoint every 2 updates."""
+    return settings_for(corpus_file, steps=4, accumulation=2, checkpoint_every=2, log_every=1,
+                        eval_every=4)
 
 
 def test_resume_with_other_settings_is_refused(corpus_file, tmp_path):
