@@ -13,7 +13,8 @@ SimLex-999 Spearman ρ.
 
 Our side runs each backend in its own process (``KERAS_BACKEND`` is fixed per process), through
 the ``kbl word2vec`` recipe, with its default batch (2,048 pairs) and shared noise pool (16
-words per batch); ``--per-pair`` adds one run with word2vec.c's per-pair noise words.
+words per batch) unless ``--batch-size`` / ``--pool`` say otherwise; ``--per-pair`` adds one run
+with word2vec.c's per-pair noise words; ``--no-gensim`` leaves gensim out (no ratios then).
 
 Usage::
 
