@@ -108,6 +108,15 @@ def _vocab(args):
     if args.bpe and os.path.isfile(args.output):
         raise ConfigError(f"--output {args.output} is a file; with --bpe it is the directory "
                           "that gets vocab.txt and merges.txt.")
+    if not args.bpe and os.path.isdir(args.output):
+        raise ConfigError(f"--output {args.output} is a directory; give the vocab.txt file to "
+                          f"write, e.g. --output {os.path.join(args.output, 'vocab.txt')}.")
+    folder = args.output if args.bpe else os.path.dirname(os.path.abspath(args.output))
+    try:  # the folder must be there before the (minutes-long) training, not after it
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"--output {args.output}: cannot create the folder {folder} "
+                          f"({error.strerror}).") from None
 
     sources = []
     for item in args.corpus:  # check every source before the (minutes-long) training starts

@@ -103,3 +103,18 @@ def test_vocab_bpe_writes_a_tokenizer_directory_and_rejects_wordpiece_flags(file
     assert main(["vocab", "--merges", "3", "--corpus", str(files / "corpus.txt"),
                  "--output", str(out)]) == 2
     assert "add --bpe" in capsys.readouterr().err
+
+
+def test_vocab_output_is_checked_before_training_and_missing_folders_are_made(files, capsys):
+    corpus = ["vocab", "--corpus", str(files / "corpus.txt"), "--vocabulary-size", "60",
+              "--min-frequency", "1", "--quiet"]
+    assert main([*corpus, "--output", str(files / "busy")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("kbl: error: --output") and "is a directory" in error
+    assert f"--output {files / 'busy' / 'vocab.txt'}" in error
+    (files / "a_file").write_text("x")
+    assert main([*corpus, "--output", str(files / "a_file" / "vocab.txt")]) == 2
+    assert "cannot create the folder" in capsys.readouterr().err
+    nested = files / "new" / "deeper" / "vocab.txt"
+    assert main([*corpus, "--output", str(nested)]) == 0
+    assert "[CLS]" in nested.read_text().split("\n")

@@ -11,6 +11,7 @@ import collections
 import dataclasses
 import os
 
+from keras_bert_lab.data.labelled import decode_file
 from keras_bert_lab.errors import DataError
 
 DOCSTART = "-DOCSTART-"
@@ -41,7 +42,8 @@ def read_conll(path, token_column=0, tag_column=-1, delimiter=None, encoding="ut
         delimiter: column separator (see above).
         encoding: text encoding of the file.
 
-    Raises ``DataError`` naming the file and line for ragged columns or a missing column.
+    Raises ``DataError`` naming the file and line for ragged columns, a missing column, token and
+    tag in the same column (a one-column file), or bytes that are not ``encoding``.
 
     Example:
     >>> import tempfile, pathlib
@@ -62,28 +64,32 @@ def read_conll(path, token_column=0, tag_column=-1, delimiter=None, encoding="ut
         words.clear()
         tags.clear()
 
-    with open(path, encoding=encoding) as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                close()
-                continue
-            fields = line.split(delimiter)
-            if fields[0] == DOCSTART:
-                close()
-                continue
-            if columns is None:
-                columns = len(fields)
-                for name, index in (("token_column", token_column), ("tag_column", tag_column)):
-                    if not -columns <= index < columns:
-                        raise DataError(f"{path}, line {number}: {name}={index} but the line has "
-                                        f"{columns} columns: {line!r}.")
-            if len(fields) != columns:
-                raise DataError(f"{path}, line {number}: {len(fields)} columns where the file's "
-                                f"first token line has {columns}: {line!r}. Fix the line, or pass "
-                                "delimiter='\\t' if tokens contain spaces.")
-            words.append(fields[token_column])
-            tags.append(fields[tag_column])
+    for number, line in enumerate(decode_file(path, encoding).split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            close()
+            continue
+        fields = line.split(delimiter)
+        if fields[0] == DOCSTART:
+            close()
+            continue
+        if columns is None:
+            columns = len(fields)
+            for name, index in (("token_column", token_column), ("tag_column", tag_column)):
+                if not -columns <= index < columns:
+                    raise DataError(f"{path}, line {number}: {name}={index} but the line has "
+                                    f"{columns} columns: {line!r}.")
+            if token_column % columns == tag_column % columns:
+                raise DataError(f"{path}, line {number}: token_column={token_column} and "
+                                f"tag_column={tag_column} are the same column of {columns}: "
+                                f"{line!r}. A CoNLL file needs each token and its tag in "
+                                "separate columns (--token-column, --tag-column).")
+        if len(fields) != columns:
+            raise DataError(f"{path}, line {number}: {len(fields)} columns where the file's "
+                            f"first token line has {columns}: {line!r}. Fix the line, or pass "
+                            "delimiter='\\t' if tokens contain spaces.")
+        words.append(fields[token_column])
+        tags.append(fields[tag_column])
     close()
     if not sentences:
         raise DataError(f"CoNLL file {path!r} holds no tagged tokens.")

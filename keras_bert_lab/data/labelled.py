@@ -93,6 +93,21 @@ def detect_format(path, format=None):
     return guess
 
 
+def decode_file(path, encoding="utf-8"):
+    """The text of the file at ``path`` (without a UTF-8 byte-order mark); bytes that are not
+    ``encoding`` raise ``DataError`` naming the line and the ``--encoding`` option."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise DataError(f"{path}, line {line}: bytes that are not {encoding} "
+                        f"({data[error.start:error.start + 4]!r}); re-save the file as {encoding} "
+                        "or pass its encoding (--encoding latin-1, for instance).") from None
+    return text[1:] if text.startswith("\ufeff") else text  # Excel's byte-order mark
+
+
 def read_rows(path, format=None, encoding="utf-8"):
     """``[(line_number, {column: value})]`` of a CSV/TSV (header row) or JSONL file.
 
@@ -103,17 +118,7 @@ def read_rows(path, format=None, encoding="utf-8"):
     format = detect_format(path, format)
     if not os.path.isfile(path):
         raise DataError(f"Data file {path} does not exist; check the path.")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise DataError(f"{path}, line {line}: bytes that are not {encoding} "
-                        f"({data[error.start:error.start + 4]!r}); re-save the file as {encoding} "
-                        "or pass its encoding (--encoding latin-1, for instance).") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]  # a UTF-8 byte-order mark (Excel)
+    text = decode_file(path, encoding)
     if format == "jsonl":
         return _json_rows(path, text)
     return _table_rows(path, text, "," if format == "csv" else "\t")

@@ -12,6 +12,7 @@ import json
 import pathlib
 import warnings
 
+from keras_bert_lab.data.labelled import decode_file
 from keras_bert_lab.errors import DataError
 
 
@@ -54,11 +55,11 @@ def read_squad(source, version_2=None):
         data, where = source, "(dict)"
     else:
         where = str(source)
-        try:
-            data = json.loads(pathlib.Path(source).read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        if not pathlib.Path(source).is_file():
             raise DataError(f"No SQuAD file at {where}; give the path of a SQuAD v1.1/v2.0 JSON "
-                            "file.") from None
+                            "file.")
+        try:
+            data = json.loads(decode_file(source, "utf-8"))
         except json.JSONDecodeError as error:
             raise DataError(f"{where} is not valid JSON ({error}); SQuAD files are one JSON "
                             "object with a 'data' list.") from None
@@ -86,17 +87,17 @@ def read_squad(source, version_2=None):
                 impossible = bool(qa.get("is_impossible", False)) and version_2
                 given = [] if impossible else qa.get("answers", [])
                 answers = []
-                for answer in given:
-                    text, start = answer["text"], int(answer["answer_start"])
+                given = [_answer(answer, qid, where) for answer in given]
+                for text, start in given:
                     if context[start:start + len(text)] == text and text.strip():
                         answers.append((text, start))
                     else:
                         mismatched.append(qid)
-                plausible = tuple((a["text"], int(a["answer_start"]))
-                                  for a in qa.get("plausible_answers", []))
+                plausible = tuple(_answer(answer, qid, where)
+                                  for answer in qa.get("plausible_answers", []))
                 examples.append(SquadExample(
                     id=qid, question=question, context=context, answers=tuple(answers),
-                    gold_texts=tuple(a["text"] for a in given), is_impossible=impossible,
+                    gold_texts=tuple(text for text, _ in given), is_impossible=impossible,
                     title=article.get("title", ""), plausible_answers=plausible))
     if mismatched:
         warnings.warn(f"{where}: {len(mismatched)} answer(s) do not match the context at their "
@@ -105,3 +106,26 @@ def read_squad(source, version_2=None):
     if empty:
         warnings.warn(f"{where}: skipped {empty} question(s) on empty contexts.", stacklevel=2)
     return examples, bool(version_2)
+
+
+def _answer(answer, qid, where):
+    """``(text, answer_start)`` of one answer entry, checked."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+        raise DataError(f"{where}: question {qid} has an answer without a 'text' string "
+                        f"({answer!r}); each answer needs 'text' and 'answer_start'.")
+    start = answer.get("answer_start")
+    if isinstance(start, str) and start.isdigit():
+        start = int(start)
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise DataError(f"{where}: question {qid} has answer_start={start!r}; it must be the "
+                        "character offset (an integer ≥ 0) of the answer in the context.")
+    return answer["text"], start
+
+
+def check_trainable(examples, where):
+    """Raise ``DataError`` when no example of a training file can train (every answer's text
+    missing from the context at its ``answer_start``, and no SQuAD 2.0 unanswerable question)."""
+    if examples and not any(e.answers or e.is_impossible for e in examples):
+        raise DataError(f"{where}: none of its {len(examples)} question(s) has an answer found "
+                        "in the context at its answer_start, so nothing can train; check that "
+                        "answer_start counts characters of the context (from 0).")

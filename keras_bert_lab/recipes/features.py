@@ -38,6 +38,7 @@ def add_arguments(parser):
     parser.add_argument("--token-column", type=int, default=0)
     parser.add_argument("--tag-column", type=int, default=-1)
     parser.add_argument("--delimiter", default=None)
+    parser.add_argument("--encoding", default="utf-8", help="text encoding of the CoNLL files")
     parser.add_argument("--seed", type=int, default=0, help="seed of the train/valid split")
     parser.add_argument("--preset", default="minilm_l6_en_uncased",
                         help="BERT preset whose layers are the features")

@@ -43,6 +43,8 @@ def register(subparsers):
     parser.add_argument("--delimiter", default=None,
                         help="column separator (default: any whitespace, or the registry set's; "
                              "use '\\t' when words contain spaces)")
+    parser.add_argument("--encoding", default="utf-8",
+                        help="text encoding of --train/--valid/--test (e.g. latin-1)")
     parser.add_argument("--label-all-pieces", action="store_true",
                         help="train on every piece of a word (B-X word -> I-X pieces), not just "
                              "the first; predictions still come from first pieces")
@@ -78,7 +80,9 @@ def load_splits(args):
         return conll.read_conll(registry.locate(name), **columns, **options)
 
     return common.load_splits(
-        args, lambda path: conll.read_conll(path, delimiter=delimiter, **columns), read_dataset)
+        args, lambda path: conll.read_conll(path, delimiter=delimiter, **columns,
+                                            encoding=args.encoding),
+        read_dataset)
 
 
 def score(model, preprocessor, sentences, data, batch_size=32):

@@ -20,7 +20,7 @@ import pathlib
 
 # The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
 # `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
-from keras_bert_lab.data.squad import read_squad
+from keras_bert_lab.data.squad import check_trainable, read_squad
 from keras_bert_lab.metrics.squad import squad_scores
 from keras_bert_lab.recipes import finetune as common
 from keras_bert_lab.tasks.question_answering import BertSpanQA
@@ -85,6 +85,7 @@ def run(args):
     settings = common.settings_from_args(args)
     version_2 = True if args.version_2 else None
     train_examples, train_v2 = read_squad(args.train, version_2=version_2)
+    check_trainable(train_examples, args.train)
     valid_examples, valid_v2 = read_squad(args.valid, version_2=version_2)
     version_2 = bool(args.version_2 or train_v2 or valid_v2)
     output = common.start(settings)

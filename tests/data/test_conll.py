@@ -47,6 +47,34 @@ def test_read_conll_errors_name_file_and_line(tmp_path):
         conll.read_conll(write(tmp_path, "\n \n-DOCSTART- O\n", "empty.conll"))
 
 
+def test_one_column_file_is_refused_not_read_as_its_own_tags(tmp_path):
+    """With one column, the default token (0) and tag (-1) columns are the same column: each word
+    would silently become its own tag."""
+    path = write(tmp_path, "EU\nrejects\n\nPeter\n")
+    with pytest.raises(DataError, match=r"line 1: token_column=0 and tag_column=-1 are the same "
+                                        r"column of 1.*--tag-column"):
+        conll.read_conll(path)
+    with pytest.raises(DataError, match="same column of 2"):
+        conll.read_conll(write(tmp_path, "EU B-ORG\n", "two.conll"), token_column=1)
+
+
+def test_encodings_are_handled_as_by_the_other_readers(tmp_path):
+    latin = tmp_path / "latin.conll"
+    latin.write_bytes("EU B-ORG\n\nMüller B-PER\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin\.conll, line 3: bytes that are not utf-8.*"
+                                        r"--encoding latin-1"):
+        conll.read_conll(latin)
+    assert conll.read_conll(latin, encoding="latin-1")[1].words == ["Müller"]
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(DataError, match=r"model\.bin, line \d+: bytes that are not utf-8"):
+        conll.read_conll(binary)
+    bom_crlf = tmp_path / "excel.conll"   # a byte-order mark and Windows line ends
+    bom_crlf.write_bytes("\ufeffEU\tB-ORG\r\nrejects\tO\r\n".encode("utf-8"))
+    sentence, = conll.read_conll(bom_crlf, delimiter="\t")
+    assert (sentence.words, sentence.tags) == (["EU", "rejects"], ["B-ORG", "O"])
+
+
 def test_read_wnut16_registry_file():
     path = datasets.locate("wnut16")
     sentences = conll.read_conll(path, delimiter="\t")

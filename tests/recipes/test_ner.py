@@ -76,6 +76,21 @@ def test_split_arguments_are_checked(tmp_path):
                               "--test-fraction", "0.5"))
 
 
+def test_encoding_flag_reads_a_latin1_file_and_its_absence_is_one_clear_line(tmp_path, capsys):
+    from keras_bert_lab.cli import main
+
+    path = tmp_path / "latin.conll"
+    path.write_bytes("".join(f"Müller{i} B-PER\nsagt O\n\n" for i in range(10)).encode("latin-1"))
+    splits, _ = ner.load_splits(parse("--train", str(path), "--encoding", "latin-1"))
+    assert sorted(w for s in splits["train"] + splits["valid"] for w in s.words
+                  if w.startswith("M"))[0] == "Müller0"
+    out = tmp_path / "run"
+    assert main(["finetune", "ner", "--train", str(path), "--output", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "line 1: bytes that are not utf-8" in error
+    assert "--encoding latin-1" in error and not out.exists()
+
+
 def test_tiny_run_writes_metrics_per_type_and_predictions(tmp_path):
     preset = BertBackbone(CONFIG).save_to_preset(tmp_path / "tiny", vocabulary=tiny_vocab(300))
     train = write_conll(tmp_path / "train.conll", toy_sentences(48, 0))

@@ -105,3 +105,24 @@ def test_kbl_finetune_squad_on_the_real_sample_file(tmp_path):
     preprocessor = SpanQAPreprocessor.from_preset(output / "preset", sequence_length=96)
     x = {k: v[:1, :32] for k, v in preprocessor(examples[:1]).inputs.items()}
     assert np.isfinite(keras.ops.convert_to_numpy(reloaded(x)["start_logits"])).all()
+
+
+def test_a_training_file_with_no_usable_answer_stops_before_the_output(tmp_path, capsys):
+    """Every answer_start off by one: before, training started and failed on an empty array."""
+    from keras_bert_lab.cli import main
+
+    data = json.loads(open(locate("squad_sample"), encoding="utf-8").read())
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                for answer in qa["answers"]:
+                    answer["answer_start"] += 1
+    path = tmp_path / "shifted.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "run"
+    with pytest.warns(UserWarning, match="do not match the context"):
+        code = main(["finetune", "squad", "--train", str(path), "--valid", str(path),
+                     "--output", str(out)])
+    assert code == 2 and not out.exists()
+    error = capsys.readouterr().err
+    assert error.startswith("kbl: error: ") and "none of its 5 question(s)" in error
