@@ -78,18 +78,20 @@ def input_format(path, format=None):
                         f"{'|'.join(FORMATS)}.") from None
 
 
+def add_reading_arguments(p):
+    """The input flags ``kbl predict`` and ``kbl embed`` share."""
+    p.add_argument("--id-column", default=None,
+                   help="table column of ids (default: id when present, else line numbers)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="input format (default: from the extension)")
+    p.add_argument("--encoding", default="utf-8", help="text encoding of the input")
+    p.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
+
+
 def _read_text_file(path, encoding):
     if not os.path.isfile(path):
         raise DataError(f"Input file {path} does not exist (or is not a file); check the path.")
-    data = pathlib.Path(path).read_bytes()
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise DataError(f"{path}, line {line}: bytes that are not {encoding} "
-                        f"({data[error.start:error.start + 4]!r}); re-save the file as {encoding} "
-                        "or pass its encoding (--encoding latin-1, for instance).") from None
-    text = text[1:] if text.startswith("\ufeff") else text
+    text = labelled.decode_file(path, encoding)
     return [(number, line) for number, line in enumerate(text.splitlines(), start=1)
             if line.strip()]
 

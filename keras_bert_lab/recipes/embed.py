@@ -65,12 +65,7 @@ def register(subparsers):
                    help="search a saved embedding file (from an earlier `kbl embed`) instead "
                         "of embedding --input")
     p.add_argument("--text-column", default="text", help="table column of the text")
-    p.add_argument("--id-column", default=None,
-                   help="table column of ids (default: id when present, else line numbers)")
-    p.add_argument("--format", choices=batch_text.FORMATS, default=None,
-                   help="input format (default: from the extension)")
-    p.add_argument("--encoding", default="utf-8", help="text encoding of the input")
-    p.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
+    batch_text.add_reading_arguments(p)
     p.add_argument("--sequence-length", type=int, default=None,
                    help="tokens per text (default: the preset's, else 128)")
     p.add_argument("--overwrite", action="store_true",

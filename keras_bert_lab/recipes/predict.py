@@ -57,12 +57,7 @@ def register(subparsers):
     p.add_argument("--pair-column", default=None,
                    help="table column of the second text, for a sentence-pair model (default "
                         "sentence2)")
-    p.add_argument("--id-column", default=None,
-                   help="table column of ids (default: id when present, else line numbers)")
-    p.add_argument("--format", choices=batch_text.FORMATS, default=None,
-                   help="input format (default: from the extension)")
-    p.add_argument("--encoding", default="utf-8", help="text encoding of the input")
-    p.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
+    batch_text.add_reading_arguments(p)
     p.add_argument("--sequence-length", type=int, default=None,
                    help="tokens per text (default: the length the preset was fine-tuned with)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
