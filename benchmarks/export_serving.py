@@ -37,6 +37,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 from benchmarks.machine import cpu_jiffies, own_seconds  # noqa: E402
+from benchmarks.presets import classifier_preset  # noqa: E402
 
 import argparse  # noqa: E402
 import pathlib  # noqa: E402
@@ -46,21 +47,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-def build_preset(which, directory, sequence_length):
-    """A classifier preset: ``minilm`` (real backbone, fresh head) or ``tiny`` (random)."""
-    from keras_bert_lab import BertBackbone, BertClassifier, BertConfig
-    from keras_bert_lab.data.registry import locate
-
-    labels = ["negative", "positive"]
-    recorded = {"sequence_length": sequence_length, "pair": False}
-    if which == "minilm":
-        model = BertClassifier.from_preset("minilm_l6_en_uncased", labels=labels, pooling="mean")
-        return model.save_to_preset(directory, preprocessor=recorded)
-    model = BertClassifier(BertBackbone(BertConfig.from_size("tiny")), labels=labels)
-    return model.save_to_preset(directory, vocabulary=locate("bert_uncased_vocab"),
-                                preprocessor=recorded)
 
 
 def main():
@@ -99,7 +85,7 @@ def measure(args, texts, scratch):
 
     preset = args.preset
     if preset in ("minilm", "tiny"):
-        preset = build_preset(preset, scratch / "preset", args.sequence_length)
+        preset = classifier_preset(preset, scratch / "preset", args.sequence_length)
     start = time.perf_counter()
     exported = export_saved_model(preset, scratch / "export",  # a single-text model
                                   sequence_length=args.sequence_length, pair=False)

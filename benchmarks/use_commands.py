@@ -40,6 +40,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 from benchmarks.machine import cpu_jiffies, own_seconds  # noqa: E402
+from benchmarks.presets import classifier_preset  # noqa: E402
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
@@ -53,23 +54,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-def build_preset(which, directory, sequence_length):
-    """A classifier preset: ``minilm`` (real backbone, fresh head) or ``tiny`` (random)."""
-    from keras_bert_lab import BertBackbone, BertClassifier, BertConfig
-    from keras_bert_lab.data.registry import locate
-
-    labels = ["negative", "positive"]
-    recorded = {"sequence_length": sequence_length, "pair": False}
-    if which == "minilm":
-        model = BertClassifier.from_preset("minilm_l6_en_uncased", labels=labels, pooling="mean")
-        return model.save_to_preset(directory, preprocessor=recorded)
-    model = BertClassifier(BertBackbone(BertConfig.from_size("tiny")), labels=labels,
-                           pooling="mean")
-    return model.save_to_preset(directory, vocabulary=locate("bert_uncased_vocab"),
-                                preprocessor=recorded,
-                                sentence_embedding={"pooling": "mean", "normalize": True})
 
 
 def sentences(limit):
@@ -172,7 +156,8 @@ def measure(args, texts, scratch):
 
     preset = args.preset
     if preset in ("minilm", "tiny"):
-        preset = build_preset(preset, scratch / "preset", args.sequence_length)
+        preset = classifier_preset(preset, scratch / "preset", args.sequence_length,
+                                   sentence_embedding={"pooling": "mean", "normalize": True})
     source = scratch / "in.txt"
     source.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
     n, b = len(texts), args.batch_size

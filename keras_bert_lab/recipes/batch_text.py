@@ -132,9 +132,7 @@ def read_inputs(path, text_column="text", pair_column=None, id_column=None, form
                             "line.")
         return Inputs([str(n) for n, _ in rows], [t for _, t in rows], None,
                       [n for n, _ in rows], path)
-    if not os.path.isfile(path):
-        raise DataError(f"Input file {path} does not exist (or is not a file); check the path.")
-    rows = labelled.read_rows(path, kind, encoding)
+    rows = labelled.read_rows(path, kind, encoding)   # a missing file: DataError there
     if not rows:
         raise DataError(f"{path} holds no rows (only a header, or nothing); add one row per text.")
     columns = list(dict.fromkeys(c for _, row in rows for c in row))
