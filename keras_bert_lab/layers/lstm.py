@@ -63,6 +63,27 @@ def reverse_within_length(x, padding_mask):
     return ops.take_along_axis(x, index, axis=1)
 
 
+def bidirectional_lstm(x, units, mask, name, return_sequences=True):
+    """A forward and a backward ``keras.layers.LSTM`` over ``x`` (B, T, D) in a functional graph,
+    outputs concatenated: (B, T, 2·units), or (B, 2·units) with ``return_sequences=False``.
+
+    The same computation as ``keras.layers.Bidirectional(LSTM(units))`` (padded steps output
+    zeros), built from two plain layers named ``{name}_forward`` / ``{name}_backward``:
+    ``Bidirectional`` re-creates its layer by serializing it inside ``__init__``, and under
+    ``load_model`` Keras' object-sharing scope can hand it back an unrelated object whose address
+    was reused — an intermittent "different `go_backwards` value" error when a model is loaded in
+    the process that saved it.
+    """
+    forward = keras.layers.LSTM(units, return_sequences=return_sequences,
+                                zero_output_for_mask=return_sequences, name=f"{name}_forward")
+    backward = keras.layers.LSTM(units, return_sequences=return_sequences, go_backwards=True,
+                                 zero_output_for_mask=return_sequences, name=f"{name}_backward")
+    back = backward(x, mask=mask)
+    if return_sequences:
+        back = ops.flip(back, axis=1)   # go_backwards returns the steps last-first
+    return ops.concatenate([forward(x, mask=mask), back], axis=-1)
+
+
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class ProjectedLSTM(keras.layers.Layer):
     """LSTM with output projection and clipping over a masked sequence (see the module docstring).

@@ -17,6 +17,7 @@ import keras
 from keras import ops
 
 from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.layers.lstm import bidirectional_lstm
 from keras_bert_lab.layers.scalar_mix import ScalarMix
 
 # name -> (the layers it reads, counted from the end when negative; how they are combined).
@@ -115,9 +116,7 @@ class FeatureTagger(keras.Model):
         x = keras.layers.Dropout(dropout, name="feature_dropout")(x)
         mask = ops.cast(word_mask, "bool")
         for i in range(lstm_layers):
-            x = keras.layers.Bidirectional(
-                keras.layers.LSTM(lstm_units, return_sequences=True), name=f"bilstm_{i}")(
-                x, mask=mask)  # (B, W, 2·units)
+            x = bidirectional_lstm(x, lstm_units, mask, f"bilstm_{i}")  # (B, W, 2·units)
             if i < lstm_layers - 1:
                 x = keras.layers.Dropout(dropout, name=f"bilstm_dropout_{i}")(x)
         logits = keras.layers.Dense(num_labels, dtype="float32", name="classifier")(x)

@@ -23,6 +23,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.layers.lstm import bidirectional_lstm
 from keras_bert_lab.layers.pooling import mean_pool
 
 ENCODERS = ("mean", "bilstm")
@@ -65,8 +66,8 @@ class WordVectorClassifier(keras.Model):
             features = keras.layers.Dense(hidden, activation="relu", name="hidden")(
                 mean_pool(words, mask))
         else:
-            features = keras.layers.Bidirectional(keras.layers.LSTM(hidden), name="bilstm")(
-                words, mask=token_ids > 0)
+            features = bidirectional_lstm(words, hidden, token_ids > 0, "bilstm",
+                                          return_sequences=False)
         features = keras.layers.Dropout(dropout)(features)
         probabilities = keras.layers.Dense(num_classes, activation="softmax",
                                            name="classifier")(features)

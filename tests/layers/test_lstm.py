@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from keras_bert_lab.layers.char_cnn import CharacterCNN, Highway
-from keras_bert_lab.layers.lstm import ProjectedLSTM, reverse_within_length
+from keras_bert_lab.layers.lstm import ProjectedLSTM, bidirectional_lstm, reverse_within_length
 from tests.conftest import to_numpy
 
 D, U, P = 5, 8, 3
@@ -104,6 +104,25 @@ def test_config_round_trip_and_gradients():
     before = [to_numpy(w).copy() for w in model.weights]
     model.fit(X, np.ones((3, 7, P), "float32"), epochs=2, verbose=0)
     assert all(np.abs(to_numpy(w) - b).max() > 0 for w, b in zip(model.weights, before))
+
+
+@pytest.mark.parametrize("return_sequences", [True, False])
+def test_bidirectional_lstm_equals_keras_bidirectional(return_sequences):
+    x = keras.Input((None, D))
+    mask = keras.Input((None,), dtype="bool")
+    ours = keras.Model([x, mask], bidirectional_lstm(x, 5, mask, "bi", return_sequences))
+    wrapped = keras.layers.Bidirectional(keras.layers.LSTM(5, return_sequences=return_sequences))
+    theirs = keras.Model([x, mask], wrapped(x, mask=mask))
+    rng = np.random.default_rng(3)
+    for layer, twin in ((ours.get_layer("bi_forward"), wrapped.forward_layer),
+                        (ours.get_layer("bi_backward"), wrapped.backward_layer)):
+        values = [rng.normal(size=w.shape) for w in layer.weights]
+        layer.set_weights(values)
+        twin.set_weights(values)
+    padding = np.array([[1] * 7, [1] * 4 + [0] * 3, [1] * 2 + [0] * 5], bool)
+    got, want = (to_numpy(m.predict([X, padding], verbose=0)) for m in (ours, theirs))
+    assert got.shape == want.shape == ((3, 7, 10) if return_sequences else (3, 10))
+    np.testing.assert_allclose(got, want, atol=1e-5)
 
 
 def test_highway_gate_weights_the_transform():
