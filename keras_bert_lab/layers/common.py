@@ -6,7 +6,14 @@ import keras
 
 
 def gelu(x):
-    """Exact (erf) GELU, as in the original BERT and Hugging Face's ``"gelu"``."""
+    """Exact (erf) GELU, as in the original BERT and Hugging Face's ``"gelu"``.
+
+    On TensorFlow it is written as BERT's own ``0.5·x·(1 + erf(x/√2))``: TensorFlow's exact GELU
+    is the same few ops around ``erfc``, which ONNX has no operator for (``kbl export --format
+    onnx`` converts the TensorFlow graph). Elsewhere the backend's fused GELU runs.
+    """
+    if keras.backend.backend() == "tensorflow":
+        return 0.5 * x * (1.0 + keras.ops.erf(x * 0.7071067811865476))
     return keras.activations.gelu(x, approximate=False)
 
 

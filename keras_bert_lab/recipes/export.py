@@ -1,4 +1,5 @@
-"""``kbl export``: a fine-tuned classifier preset → a SavedModel that serves raw text.
+"""``kbl export``: a fine-tuned classifier preset → a SavedModel that serves raw text (or, with
+``--format onnx``, its network as ONNX with the vocabulary beside it).
 
 The command line of :func:`keras_bert_lab.export.export_saved_model`: the SavedModel takes
 strings (``serve(text)``, or ``serve(text_a, text_b)`` for sentence pairs) and returns class
@@ -23,7 +24,11 @@ def register(subparsers):
                     "tf.saved_model.load without keras_bert_lab, Keras or tensorflow-text.")
     p.add_argument("preset", help="a BertClassifier preset: directory (e.g. the preset/ folder "
                                   "of `kbl finetune classify|pair`) or name")
-    p.add_argument("--out", required=True, help="the SavedModel directory to write")
+    p.add_argument("--out", required=True, help="the export directory to write")
+    p.add_argument("--format", choices=("saved_model", "onnx"), default="saved_model",
+                   help="saved_model: strings in, labels and scores out, tokenizer inside; onnx: "
+                        "packed ids in, logits out, vocab.txt beside it (needs onnx, "
+                        "onnxruntime, tf2onnx) (default: saved_model)")
     p.add_argument("--sequence-length", type=int, default=None, metavar="N",
                    help="tokens per input, longer texts are cut (default: the length the preset "
                         "was fine-tuned with, else 128)")
@@ -42,8 +47,15 @@ def register(subparsers):
 
 def run(args):
     """Export, then print what was written and how to call it; returns the directory."""
-    from keras_bert_lab.export import export_saved_model, read_export_info
+    from keras_bert_lab.export import export_onnx, export_saved_model, read_export_info
 
+    if args.format == "onnx":
+        directory = export_onnx(args.preset, args.out, sequence_length=args.sequence_length,
+                                pair=args.pair, overwrite=args.overwrite)
+        print(f"wrote {directory}: model.onnx (token_ids, segment_ids, padding_mask -> logits), "
+              "vocab.txt, keras_bert_lab_onnx.json\n  load: import onnxruntime; "
+              f"onnxruntime.InferenceSession({str(directory / 'model.onnx')!r})")
+        return directory
     directory = export_saved_model(args.preset, args.out, sequence_length=args.sequence_length,
                                    pair=args.pair, overwrite=args.overwrite)
     info = read_export_info(directory)
