@@ -34,6 +34,7 @@ LAYERS = {
     "presets": {"errors", "version"},
     "layers": {"errors"},
     "training": {"errors"},
+    "distribution": {"errors", "models"},
     "models": {"errors", "layers", "presets"},
     "tasks": {"errors", "layers", "models", "presets", "training"},
     "data": {"errors"},
@@ -49,7 +50,7 @@ LAYERS = {
             "vectors"},
     "__init__": {"models", "tasks", "version"},
 }
-BACKEND_FREE = ("layers", "models", "tasks", "training")
+BACKEND_FREE = ("layers", "models", "tasks", "training", "distribution")
 FORBIDDEN_EXTERNAL = ("tensorflow", "tensorflow_text", "torch", "jax", "jaxlib", "keras_hub",
                       "keras_nlp", "transformers", "tokenizers")
 TEXT_SIDE = ("data", "preprocessing", "pipelines")

@@ -19,6 +19,7 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.layers.encoder", "keras_bert_lab.layers.heads", "keras_bert_lab.layers.pooling",
     "keras_bert_lab.tasks.pretraining", "keras_bert_lab.tasks.classifier",
     "keras_bert_lab.training.optimizers", "keras_bert_lab.training.run",
+    "keras_bert_lab.distribution.layouts", "keras_bert_lab.distribution.strategies",
     "keras_bert_lab.preprocessing.normalization", "keras_bert_lab.preprocessing.wordpiece",
     "keras_bert_lab.preprocessing.packer", "keras_bert_lab.preprocessing.wordpiece_trainer",
     "keras_bert_lab.preprocessing.bert", "keras_bert_lab.preprocessing.span_qa",
