@@ -10,8 +10,8 @@ import sys
 import time
 
 from keras_bert_lab.errors import KblError
-from keras_bert_lab.recipes import (classify, export, features, generate, ner, preset_commands,
-                                    pretrain, squad, use_commands, word2vec)
+from keras_bert_lab.recipes import (classify, demo, export, features, generate, ner,
+                                    preset_commands, pretrain, squad, use_commands, word2vec)
 
 
 def _models(args):
@@ -61,35 +61,9 @@ def _pretrain(args):
 
 
 def _demo(args):
-    """What `make demo` runs: the BERT family, then a few minutes of pretraining on WikiText-2
-    and what the model learned (fill-in-the-blank on held-out sentences)."""
-    import csv
-    import json
-
-    from keras_bert_lab.tasks.pretraining import BertPretrainer
-
-    _models(argparse.Namespace(build=[]))
-    settings = pretrain.PretrainSettings(
-        size=args.size, steps=args.steps, eval_every=max(1, args.steps // 3), eval_batches=10,
-        checkpoint_every=max(1, args.steps // 3), log_every=10)
-    print(f"\nPretraining BERT-{args.size} on WikiText-2 for {args.steps} steps "
-          f"(batch {settings.batch_size} × {settings.sequence_length} tokens) into "
-          f"{args.output} …")
-    metrics = pretrain.run(settings, args.output, overwrite=True, verbose=2)
-    rows = [r for r in csv.DictReader(open(f"{args.output}/log.csv")) if r["split"] == "train"]
-    print(f"\ntraining MLM loss {float(rows[0]['mlm_loss']):.2f} (step {rows[0]['step']}) → "
-          f"{float(rows[-1]['mlm_loss']):.2f} (step {rows[-1]['step']})")
-    print(f"held-out (WikiText-2 valid): MLM accuracy {metrics['heldout_mlm_accuracy']:.3f} vs "
-          f"{metrics['unigram_mlm_accuracy']:.3f} always guessing {metrics['unigram_token']!r}; "
-          f"NSP accuracy {metrics['heldout_nsp_accuracy']:.3f} vs 0.5 chance")
-    print(json.dumps(metrics, indent=2))
-    model = BertPretrainer.from_preset(f"{args.output}/preset")
-    tokenizer = pretrain.load_tokenizer(settings)
-    print("\nFill in the blank (top 5):")
-    for sentence, guesses in pretrain.fill_in_the_blanks(model, tokenizer,
-                                                         pretrain.HELDOUT_SENTENCES):
-        print(f"  {sentence}\n      → {', '.join(guesses[0]) if guesses else '(no [MASK])'}")
-    print(f"\nCurves: {args.output}/curves.png · preset: {args.output}/preset")
+    """What `make demo` runs (keras_bert_lab/recipes/demo.py): pretraining, then real weights
+    fine-tuned, used and embedded, in about five minutes."""
+    demo.run(args, kbl=main)
 
 
 def _vocab(args):
@@ -212,6 +186,35 @@ def _add_vectors_command(sub):
     p.set_defaults(func=_vectors_command)
 
 
+def _shows_default(action):
+    return bool(action.option_strings) and not (
+        action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        or action.default == [])
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, unless its help text already names it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text.lower() or not _shows_default(action):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _show_defaults(parser):
+    """Give ``parser`` and every sub-command's parser the defaults formatter; an option without
+    help text gets one, so that its default shows too."""
+    parser.formatter_class = _DefaultsFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                _show_defaults(sub)
+        elif action.help is None and _shows_default(action):
+            action.help = "default: %(default)s"
+    return parser
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="kbl", description="keras_bert_lab command line.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -220,10 +223,7 @@ def build_parser():
                    help="also build these sizes and run a forward pass")
     p.set_defaults(func=_models)
     p = sub.add_parser("demo", help="the built-in demo (what `make demo` runs)")
-    p.add_argument("--size", default="mini")
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--output", default="out/demo",
-                   help="output directory (a previous demo run there is replaced)")
+    demo.add_arguments(p)
     p.set_defaults(func=_demo)
     p = sub.add_parser("pretrain", help="pretrain a BERT (masked LM + next sentence) from text")
     pretrain.add_arguments(p)
@@ -264,7 +264,7 @@ def build_parser():
                    help="keep at most N distinct characters (default: all)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_vocab)
-    return parser
+    return _show_defaults(parser)
 
 
 def main(argv=None):

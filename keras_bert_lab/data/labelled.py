@@ -130,15 +130,23 @@ def _json_rows(path, text):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{path}, line {number}: not valid JSON ({error.msg}); JSONL needs one "
-                            "JSON object per line.") from None
+            row = json.loads(line, object_pairs_hook=_unique_keys)
+        except ValueError as error:   # JSONDecodeError, or a key given twice
+            raise DataError(f"{path}, line {number}: not valid JSON ({getattr(error, 'msg', error)}"
+                            "); JSONL needs one JSON object per line.") from None
         if not isinstance(row, dict):
             raise DataError(f"{path}, line {number}: a JSON {type(row).__name__}, not an object; "
                             "JSONL needs one object per line, e.g. {\"text\": ..., \"label\": ...}.")
         rows.append((number, row))
     return rows
+
+
+def _unique_keys(pairs):
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"the key {key!r} appears more than once")
+    return dict(pairs)
 
 
 def _table_rows(path, text, delimiter):
@@ -150,11 +158,17 @@ def _table_rows(path, text, delimiter):
             continue
         if header is None:
             header = [field.strip() for field in fields]
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:
+                raise DataError(f"{path}, line {number}: the header names the column(s) "
+                                f"{', '.join(map(repr, twice))} more than once ({header}); give "
+                                "each column its own name.")
             continue
         if len(fields) > len(header):
             raise DataError(f"{path}, line {number}: {len(fields)} fields but the header has "
                             f"{len(header)} ({header}); quote fields that contain the delimiter "
                             f"{delimiter!r}.")
+        fields = fields + [""] * (len(header) - len(fields))   # missing last fields are empty
         rows.append((number, dict(zip(header, fields))))
     if header is None:
         raise DataError(f"{path} is empty; a CSV/TSV needs a header row naming its columns.")

@@ -35,13 +35,14 @@ class SquadExample:
     plausible_answers: tuple = ()
 
 
-def read_squad(source, version_2=None):
+def read_squad(source, version_2=None, encoding="utf-8"):
     """Examples of a SQuAD v1.1 or v2.0 file (a path or the parsed JSON).
 
     Args:
         source: path of a SQuAD JSON file, or its contents as a dict.
         version_2: whether it is SQuAD 2.0 (unanswerable questions); ``None`` = from the file
             (``"version": "v2.0"`` or any ``is_impossible`` field).
+        encoding: the file's text encoding.
 
     Returns ``(examples, version_2)``.
 
@@ -59,7 +60,7 @@ def read_squad(source, version_2=None):
             raise DataError(f"No SQuAD file at {where}; give the path of a SQuAD v1.1/v2.0 JSON "
                             "file.")
         try:
-            data = json.loads(decode_file(source, "utf-8"))
+            data = json.loads(decode_file(source, encoding))
         except json.JSONDecodeError as error:
             raise DataError(f"{where} is not valid JSON ({error}); SQuAD files are one JSON "
                             "object with a 'data' list.") from None
@@ -68,24 +69,33 @@ def read_squad(source, version_2=None):
                         "({'version': ..., 'data': [{'title', 'paragraphs': [...]}]})?")
     if version_2 is None:
         version_2 = str(data.get("version", "")).startswith("v2") or any(
-            "is_impossible" in qa for article in data["data"]
-            for paragraph in article.get("paragraphs", []) for qa in paragraph.get("qas", []))
+            isinstance(qa, dict) and "is_impossible" in qa for article in data["data"]
+            for paragraph in _items(article, "paragraphs") for qa in _items(paragraph, "qas"))
     examples, mismatched, empty = [], [], 0
-    for article in data["data"]:
-        for paragraph in article.get("paragraphs", []):
-            context = paragraph.get("context", "")
-            qas = paragraph.get("qas", [])
+    for i, article in enumerate(data["data"]):
+        paragraphs = _field(article, "paragraphs", list, f"{where}: article {i}")
+        for j, paragraph in enumerate(paragraphs):
+            at = f"{where}: article {i}, paragraph {j}"
+            context = _field(paragraph, "context", str, at, "")
+            qas = _field(paragraph, "qas", list, at)
             if not context.strip():
                 empty += len(qas)
                 continue
             for qa in qas:
+                if not isinstance(qa, dict):
+                    raise DataError(f"{at}: an entry of 'qas' is a {type(qa).__name__}, not an "
+                                    "object with 'id', 'question' and 'answers'.")
                 try:
                     qid, question = str(qa["id"]), qa["question"]
                 except KeyError as error:
                     raise DataError(f"{where}: a question lacks the field {error}; each entry of "
                                     "'qas' needs 'id', 'question' and 'answers'.") from None
+                if not isinstance(question, str) or not question.strip():
+                    raise DataError(f"{where}: question {qid} has no question text "
+                                    f"({question!r}).")
                 impossible = bool(qa.get("is_impossible", False)) and version_2
-                given = [] if impossible else qa.get("answers", [])
+                given = [] if impossible else _field(qa, "answers", list,
+                                                     f"{where}: question {qid}")
                 answers = []
                 given = [_answer(answer, qid, where) for answer in given]
                 for text, start in given:
@@ -93,8 +103,8 @@ def read_squad(source, version_2=None):
                         answers.append((text, start))
                     else:
                         mismatched.append(qid)
-                plausible = tuple(_answer(answer, qid, where)
-                                  for answer in qa.get("plausible_answers", []))
+                plausible = tuple(_answer(answer, qid, where) for answer in _field(
+                    qa, "plausible_answers", list, f"{where}: question {qid}"))
                 examples.append(SquadExample(
                     id=qid, question=question, context=context, answers=tuple(answers),
                     gold_texts=tuple(text for text, _ in given), is_impossible=impossible,
@@ -106,6 +116,23 @@ def read_squad(source, version_2=None):
     if empty:
         warnings.warn(f"{where}: skipped {empty} question(s) on empty contexts.", stacklevel=2)
     return examples, bool(version_2)
+
+
+def _items(entry, name):
+    value = entry.get(name) if isinstance(entry, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def _field(entry, name, kind, where, default=None):
+    """``entry[name]`` checked to be a ``kind`` (absent: ``default``, else an empty ``kind``)."""
+    if not isinstance(entry, dict):
+        raise DataError(f"{where} is a {type(entry).__name__}, not a JSON object; is it SQuAD "
+                        "JSON?")
+    value = entry.get(name, kind() if default is None else default)
+    if not isinstance(value, kind):
+        raise DataError(f"{where}: {name!r} is a {type(value).__name__} ({str(value)[:40]!r}), "
+                        f"not a {'list' if kind is list else 'string'}.")
+    return value
 
 
 def _answer(answer, qid, where):

@@ -7,6 +7,7 @@ and ``from_config`` live here once, so BERT, GPT or an ELMo biLM get them withou
 """
 
 import keras
+import numpy as np
 
 from keras_bert_lab.errors import ConfigError, PresetError
 from keras_bert_lab.presets import format as preset_format
@@ -53,6 +54,14 @@ class Backbone(keras.Model):
         backbone.preset_info = preset.info()
         return backbone
 
+    def predict(self, x, *args, **kwargs):
+        check_array_inputs(self, x)
+        return super().predict(x, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        check_array_inputs(self, x)
+        return super().predict_on_batch(x)
+
     def save_to_preset(self, directory, **kwargs):
         """Save as a preset directory; ``kwargs`` as in :func:`keras_bert_lab.presets.save_preset`."""
         return preset_format.save_preset(self, directory, **kwargs)
@@ -67,3 +76,24 @@ class Backbone(keras.Model):
         if "dtype" in config and isinstance(config["dtype"], dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def check_array_inputs(backbone, x):
+    """Run ``backbone.validate_inputs`` on a dict of NumPy arrays (or lists) before Keras'
+    ``predict`` machinery, which traces the model and so sees no values: an out-of-range id would
+    otherwise fail deep inside TensorFlow, be clamped silently by JAX's gather, or come back from
+    PyTorch wrapped in Keras' multi-line error. Extra leading axes (a task's choices) are folded
+    into the batch; tensors and datasets are left to the model's own checks."""
+    spec = backbone.input
+    if not (isinstance(x, dict) and isinstance(spec, dict)
+            and hasattr(backbone, "validate_inputs")
+            and all(isinstance(x.get(name), (np.ndarray, list)) for name in spec)):
+        return
+    arrays = {}
+    for name, tensor in spec.items():
+        value = np.asarray(x[name])
+        rank = len(tensor.shape)
+        if value.ndim > rank:  # (N, C, L) choices → (N·C, L)
+            value = value.reshape((-1,) + value.shape[value.ndim - rank + 1:])
+        arrays[name] = value
+    backbone.validate_inputs(arrays)

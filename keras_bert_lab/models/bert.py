@@ -40,11 +40,13 @@ class BertBackbone(Backbone):
     (B, T, H) — the embedding output, then each block's output — for feature extraction (the
     BERT paper's NER feature-based study sums or concatenates the last four).
 
-    Inputs are checked before any computation in eager calls: names, integer dtypes, equal shapes,
-    ``T ≤ max_positions`` and id ranges. Inside a compiled graph (``fit``/``predict`` on
-    TensorFlow and JAX) only names, dtypes and static shapes can be checked; there an out-of-range
-    id is an ``InvalidArgumentError`` from TensorFlow's gather, while JAX's gather raises nothing
-    and fills the row with NaN. PyTorch runs eagerly, so the range check always applies.
+    Inputs are checked before any computation in eager calls, and for NumPy inputs of ``predict``
+    / ``predict_on_batch`` (of the backbone or a task on it): names, integer dtypes, equal shapes,
+    ``T ≤ max_positions`` and id ranges. Inside a compiled graph fed with tensors or a dataset
+    (``fit``, ``predict`` on TensorFlow and JAX) only names, dtypes and static shapes can be
+    checked; there an out-of-range id is an ``InvalidArgumentError`` from TensorFlow's gather,
+    while JAX's gather raises nothing and fills the row with NaN. PyTorch runs eagerly, so the
+    range check always applies.
 
     Args:
         config: a ``BertConfig``, a dict of its fields, or a size name (``"tiny"`` … ``"large"``).

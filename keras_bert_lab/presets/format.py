@@ -140,17 +140,29 @@ def sha256(path, chunk=1 << 20):
     return digest.hexdigest()
 
 
+# Files of what keras_bert_lab writes (preset, export, feature cache): what overwrite replaces
+OWN_DIRECTORY_FILES = ((CONFIG_FILE, METADATA_FILE), ("saved_model.pb", "assets.extra"),
+                       ("keras_bert_lab_onnx.json",), ("manifest.json", "index.npy"))
+
+
 @contextlib.contextmanager
 def atomic_directory(directory, overwrite=False):
     """Yield a temporary sibling of ``directory`` to fill; on success rename it into place.
 
     On error the temporary directory is removed and ``directory`` is left as it was. An existing
-    ``directory`` is replaced only with ``overwrite=True``.
+    ``directory`` is replaced only with ``overwrite=True``, and only when keras_bert_lab wrote it
+    (``OWN_DIRECTORY_FILES``): a file, or a folder of anything else, is never deleted.
     """
     directory = pathlib.Path(directory).expanduser().absolute()
     if directory.exists() and not overwrite:
         raise PresetError(f"{directory} already exists; pass overwrite=True (--overwrite) to "
                           "replace it, or choose another directory.")
+    ours = any(all((directory / name).exists() for name in names) for names in OWN_DIRECTORY_FILES)
+    if directory.exists() and not ours or directory.parent.is_file():
+        what = "a file" if directory.is_file() or directory.parent.is_file() else \
+            "a folder keras_bert_lab did not write"
+        raise PresetError(f"{directory} is {what}; overwrite only replaces a preset, export or "
+                          "feature cache of keras_bert_lab. Choose another directory.")
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp",
                                         dir=directory.parent))
@@ -381,8 +393,8 @@ def read_preset(directory, verify=True):
     files = metadata.get("files")
     if verify and not files:
         raise PresetError(f"{directory / METADATA_FILE} lists no files and their checksums, so "
-                          "the preset cannot be verified; re-create it with save_to_preset, or "
-                          "pass verify=False to load it unchecked.")
+                          "the preset cannot be verified; re-create it with save_to_preset (from "
+                          "Python, from_preset(..., verify=False) loads it unchecked).")
     for name, expected in (files or {}).items() if verify else ():
         path = directory / name
         if not path.is_file():
@@ -393,7 +405,7 @@ def read_preset(directory, verify=True):
                 f"{path} does not match metadata.json (sha256 {digest[:12]}…, {size} bytes; "
                 f"expected {expected.get('sha256', '?')[:12]}…, {expected.get('bytes')} bytes): "
                 "the file is truncated, corrupted or was replaced. Copy the preset again or "
-                "re-create it; pass verify=False to skip this check.")
+                "re-create it (from Python, from_preset(..., verify=False) skips this check).")
     backbone = config.get("backbone")
     if not isinstance(backbone, dict):
         raise PresetError(f"{directory / CONFIG_FILE} has no backbone config (a JSON object).")

@@ -38,7 +38,8 @@ from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
 from keras_bert_lab.training.optimizers import adamw
 from keras_bert_lab.training.pretrain import Phase
-from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.run import (check_run_folder, guarded, plot_curves, prepare_output,
+                                         read_rows, write_json)
 from keras_bert_lab.training.schedules import SlantedTriangular
 
 # What `kbl finetune classify` uses with this preset unless a flag says otherwise: the best of
@@ -176,12 +177,14 @@ def kneser_ney_baseline(train_ids, blocks, batch_size):
     return kneser_ney_perplexity(train_ids.tolist(), stream, positions)
 
 
+@guarded()
 def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
     """One language-model stage per ``settings`` into ``output_dir``; returns its metrics."""
     from keras_bert_lab.pipelines.language_model import lm_dataset, tbptt_blocks
     from keras_bert_lab.presets.registry import read_preset
 
     started = time.time()
+    check_run_folder(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     lines = [line for source in settings.corpus for line in read_lines(source)]
     preset = read_preset(settings.init_preset) if settings.init_preset else None
     if preset is not None and preset.backbone_class != AwdLstmBackbone.__name__:
@@ -195,10 +198,10 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
         valid_ids = tokenizer.encode_lines(read_lines(settings.eval_corpus, part="valid"))
         heldout = tbptt_blocks(valid_ids, settings.batch_size, settings.sequence_length)
         heldout = heldout[:settings.eval_batches * settings.batch_size]
-    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
-    tokenizer.save(os.path.join(output_dir, "tokenizer"))
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings, tokenizer.vocabulary_size, settings.steps, preset, rows)
+    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    tokenizer.save(os.path.join(output_dir, "tokenizer"))
     metrics = {"train_tokens": int(train_ids.size), "vocabulary_size": tokenizer.vocabulary_size,
                "new_words": int((rows < 0).sum()) if rows is not None else 0}
     if heldout is not None and preset is not None and not resume:

@@ -164,10 +164,12 @@ def check_bert_preset(preset, command):
 
 
 def sequence_length(preset, requested, pair=False):
-    """``requested``, else the preset's recorded length (else 128), checked against the model's
-    position table and the ``[CLS] A [SEP] (B [SEP])`` frame."""
-    length = requested or int((preset.preprocessor or {}).get("sequence_length", 128))
+    """``requested``, else the preset's recorded length (else 128, or fewer when the position
+    table is shorter), checked against the model's position table and the
+    ``[CLS] A [SEP] (B [SEP])`` frame."""
     longest = int(preset.config.get("max_positions", 512))
+    length = requested or int((preset.preprocessor or {}).get("sequence_length",
+                                                              min(128, longest)))
     shortest = 3 if pair else 2
     if not shortest <= length <= longest:
         raise ConfigError(f"--sequence-length {length} is out of range for this preset: "

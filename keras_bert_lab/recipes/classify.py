@@ -99,6 +99,7 @@ def _multi(labels):
             for x in labels]
 
 
+@common.guard
 def run_classification(args):
     """Run ``kbl finetune classify`` / ``pair`` from parsed arguments; returns the metrics dict."""
     from keras_bert_lab.pipelines.batches import batches
@@ -189,6 +190,7 @@ def run_classification(args):
                                        else None})
 
 
+@common.guard
 def run_choice(args):
     """Run ``kbl finetune choice`` from parsed arguments; returns the metrics dict."""
     from keras_bert_lab.pipelines.batches import batches

@@ -51,7 +51,8 @@ from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.elmo_lm import DIRECTIONS, ElmoLanguageModel
 from keras_bert_lab.training.optimizers import adamw
 from keras_bert_lab.training.pretrain import Phase
-from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.run import (check_run_folder, guarded, plot_curves, prepare_output,
+                                         read_rows, write_json)
 from keras_bert_lab.training.schedules import WarmupCosineDecay
 
 LOG_COLUMNS = ("step", "split", "loss", "forward_loss", "backward_loss", "learning_rate",
@@ -241,6 +242,7 @@ def guess_blanks(model, words, probes=PROBES, top_k=5):
     return out
 
 
+@guarded()
 def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
     """Pretrain per ``settings`` into ``output_dir``; returns the final metrics dict.
 
@@ -253,6 +255,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     from keras_bert_lab.pipelines.language_model import elmo_dataset, lm_blocks
 
     started = time.time()
+    check_run_folder(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     data = load_words(settings, output_dir, resume)   # inputs are read before the output
     length = settings.sequence_length
     blocks = lm_blocks(data.train, length, context=2)
@@ -264,11 +267,11 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
                             bos_id=data.bos_id, eos_id=data.eos_id, **options)
 
     heldout_data = stream(heldout, shuffle=False) if heldout is not None else None
+    keras.utils.set_random_seed(settings.seed)
+    model = build_model(settings, len(data.words))
     prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     with open(os.path.join(output_dir, "vocab.txt"), "w", encoding="utf-8", newline="\n") as f:
         f.write("".join(w + "\n" for w in data.words))
-    keras.utils.set_random_seed(settings.seed)
-    model = build_model(settings, len(data.words))
     if settings.unigram_bias:
         model.softmax.bias.assign(unigram_log_frequencies(data))
     start_step = 0

@@ -120,7 +120,16 @@ def cached_features(args, splits, output):
     return caches
 
 
+def _check_folders(args):
+    """``--output`` and ``--cache`` must be folders (or not exist yet), checked before any work."""
+    for flag, path in (("--output", args.output), ("--cache", args.cache)):
+        path = pathlib.Path(path) if path else None
+        if path is not None and (path.is_file() or any(p.is_file() for p in path.parents)):
+            raise ConfigError(f"{flag} {path} is a file (or inside one); give a folder.")
+
+
 def _splits(args):
+    _check_folders(args)
     splits, how = load_splits(args)
     return {k: v for k, v in splits.items() if v}, how
 

@@ -15,7 +15,7 @@ import keras
 from keras_bert_lab.data.splits import split_indices
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.training.finetune import SCHEDULES, UNFREEZE, fit_best_epoch
-from keras_bert_lab.training.run import prepare_output, write_json
+from keras_bert_lab.training.run import check_run_folder, guarded, prepare_output, write_json
 
 
 @dataclasses.dataclass
@@ -93,7 +93,8 @@ def add_common_arguments(parser, **defaults):
              "unfreeze": "which layer groups train: all, only the top one (the head), or "
                          "gradually one more per epoch from the top (ULMFiT)",
              "patience": "stop after this many epochs without a better validation score",
-             "limit": "use only the first N training examples (smoke runs)"}
+             "limit": "use only the first N training examples (smoke runs)",
+             "sequence_length": "tokens per example; longer texts are cut"}
     for field in dataclasses.fields(FinetuneSettings):
         value = defaults.get(field.name, getattr(base, field.name))
         flag = "--" + field.name.replace("_", "-")
@@ -107,6 +108,9 @@ def add_common_arguments(parser, **defaults):
                 value = Unset(value)
                 help_text = (help_text + "; " if help_text else "") + \
                     f"default {value!r} or the preset's recommendation"
+            elif field.name == "sequence_length":
+                value = Unset(value)
+                help_text += f"; default {value!r}, or the preset's positions when fewer"
             parser.add_argument(flag, type=kind, default=value, help=help_text,
                                 choices=CHOICES.get(field.name))
 
@@ -128,16 +132,22 @@ def add_data_arguments(parser, datasets=(), test_fraction=False, default_valid_f
                             help="share held out as a test part when splitting (default none)")
 
 
-def recommended(preset):
-    """The fine-tuning settings ``preset`` recommends (``{}`` when none, or no such preset)."""
+def _peek(preset):
+    """The preset's metadata, unchecked (``None`` when it cannot be read: that is reported
+    with its own message where the preset is checked, :func:`check_preset`)."""
     from keras_bert_lab.presets.registry import read_preset
 
     try:
-        info = read_preset(preset, verify=False)
-    except Exception:   # reported with its own message where the preset is loaded
-        return {}
+        return read_preset(preset, verify=False)
+    except Exception:   # noqa: BLE001
+        return None
+
+
+def recommended(preset):
+    """The fine-tuning settings ``preset`` recommends (``{}`` when none, or no such preset)."""
+    info = _peek(preset)
     return {k: v for k, v in ((info.preprocessor or {}).get("finetune") or {}).items()
-            if k in RECOMMENDABLE}
+            if k in RECOMMENDABLE} if info is not None else {}
 
 
 def settings_from_args(args):
@@ -150,6 +160,11 @@ def settings_from_args(args):
     if taken:
         print("preset recommends: " + ", ".join(f"--{k.replace('_', '-')} {v}"
                                                 for k, v in taken.items()))
+    length = values.get("sequence_length")
+    positions = (getattr(_peek(values["preset"]), "config", None) or {}).get("max_positions") \
+        if isinstance(length, Unset) and "preset" in values else None
+    if positions and length.value > int(positions):   # the default, cut to the preset's table
+        values["sequence_length"] = int(positions)
     values = {k: taken.get(k, v.value if isinstance(v, Unset) else v) for k, v in values.items()}
     return FinetuneSettings(**values)
 
@@ -209,16 +224,40 @@ def load_splits(args, read_file, read_dataset):
     return parts, how
 
 
+# Decorates each task's run(args): a failure leaves no partial files, and nothing at all before
+# the first step (see keras_bert_lab.training.run.guarded).
+guard = guarded(lambda args: args.output)
+
+
+def check_preset(settings):
+    """The checked preset of ``settings.preset`` (files, checksums), with ``--sequence-length``
+    checked against its position table: ``PresetError`` / ``ConfigError`` before any work."""
+    from keras_bert_lab.presets.registry import read_preset
+
+    preset = read_preset(settings.preset)
+    positions = (preset.config or {}).get("max_positions")
+    if positions is not None and settings.sequence_length > int(positions):
+        raise ConfigError(f"--sequence-length {settings.sequence_length} is longer than the "
+                          f"{positions} positions of preset {settings.preset}; use at most "
+                          f"{positions}.")
+    return preset
+
+
 def start(settings):
-    """Create the run folder (see :func:`keras_bert_lab.training.run.prepare_output`) and seed
-    every RNG with ``settings.seed``; returns the folder."""
-    output = prepare_output(settings.output, settings.to_dict(), overwrite=settings.overwrite)
+    """Check the preset and that the run folder can take this run (see
+    :func:`keras_bert_lab.training.run.check_run_folder`; nothing is written yet: the folder is
+    made by :func:`fine_tune`, once the data are ready) and seed every RNG with
+    ``settings.seed``; returns the folder."""
+    check_preset(settings)
+    check_run_folder(settings.output, settings.to_dict(), overwrite=settings.overwrite)
     keras.utils.set_random_seed(settings.seed)
-    return output
+    return pathlib.Path(settings.output)
 
 
 def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
-    """:func:`~keras_bert_lab.training.finetune.fit_best_epoch` with the settings' schedule."""
+    """Make the run folder (:func:`~keras_bert_lab.training.run.prepare_output`), then
+    :func:`~keras_bert_lab.training.finetune.fit_best_epoch` with the settings' schedule."""
+    prepare_output(settings.output, settings.to_dict(), overwrite=settings.overwrite)
     return fit_best_epoch(
         model, train, evaluate, monitor, settings.output, epochs=settings.epochs,
         learning_rate=settings.learning_rate, warmup_ratio=settings.warmup_ratio,

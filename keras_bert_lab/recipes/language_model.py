@@ -24,6 +24,7 @@ import time
 import keras
 import numpy as np
 
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.metrics.ngram import KneserNey
 from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.models.gpt_config import GPTConfig
@@ -32,7 +33,8 @@ from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM
 from keras_bert_lab.training.optimizers import adamw
 from keras_bert_lab.training.pretrain import Phase
-from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.run import (check_run_folder, guarded, plot_curves, prepare_output,
+                                         read_rows, write_json)
 from keras_bert_lab.training.schedules import WarmupCosineDecay
 
 LOG_COLUMNS = ("step", "split", "loss", "accuracy", "learning_rate", "tokens_per_s", "elapsed_s")
@@ -51,6 +53,14 @@ class LanguageModelSettings(RunSettings):
     bpe_merges: int = 8000
     warmup_steps: int | None = None    # None: 10 % of the steps
     precision: str = "float32"
+
+    def __post_init__(self):
+        super().__post_init__()
+        positions = GPTConfig.from_size(self.size).max_positions
+        if not 2 <= self.sequence_length <= positions:
+            raise ConfigError(f"--sequence-length {self.sequence_length} is out of range: a block "
+                              f"needs at least 2 tokens and GPT-{self.size} has {positions} "
+                              "positions.")
 
 
 class _RaggedIds:
@@ -117,6 +127,7 @@ def count_baseline(train_ids, heldout, order=3):
     return kneser_ney_perplexity(train_ids.tolist(), stream, range(1, len(stream)), order)
 
 
+@guarded()
 def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
     """Pretrain per ``settings`` into ``output_dir``; returns the final metrics dict."""
     import tensorflow as tf
@@ -126,6 +137,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     from keras_bert_lab.pipelines.pretraining.corpus import TokenizedCorpus
 
     started = time.time()
+    check_run_folder(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     source = settings.corpus[0] if len(settings.corpus) == 1 else list(settings.corpus)
     corpus = load_corpus(source)   # inputs are read before the output is touched
     tokenizer = load_tokenizer(settings, output_dir if resume else "", corpus)
@@ -136,10 +148,10 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
         valid = TokenizedCorpus.from_documents(load_corpus(settings.eval_corpus).documents,
                                                _RaggedIds(tokenizer))
         heldout = heldout_blocks(settings, lm_blocks(valid.token_ids, settings.sequence_length))
-    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
-    tokenizer.save(os.path.join(output_dir, "tokenizer"))
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings, tokenizer.vocabulary_size)
+    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    tokenizer.save(os.path.join(output_dir, "tokenizer"))
     start_step = 0
     if resume:
         start_step = run_settings.restore(model, output_dir, settings)

@@ -125,6 +125,7 @@ def write_per_type(path, tables):
                                  f"{row['f1']:.4f}", row["support"]])
 
 
+@common.guard
 def run(args):
     """Run ``kbl finetune ner`` from parsed arguments; returns the metrics dict."""
     from keras_bert_lab.pipelines.batches import batches

@@ -33,16 +33,20 @@ import numpy as np
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.models.bert import BertBackbone
-from keras_bert_lab.models.bert_config import BertConfig
+from keras_bert_lab.models.bert_config import SIZES, BertConfig
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw, lamb
 from keras_bert_lab.training.pretrain import Phase, train_phases
-from keras_bert_lab.training.run import plot_curves, prepare_output, read_rows, write_json
+from keras_bert_lab.training.run import (check_run_folder, guarded, plot_curves,
+                                         prepare_output, read_rows, truncate_log, write_json)
 from keras_bert_lab.training.schedules import WarmupLinearDecay
 
 logger = logging.getLogger(__name__)
+# --jit-compile values (what Keras' compile(jit_compile=) gets)
+JIT_VALUES = {"auto": "auto", "true": True, "1": True, "yes": True, "false": False, "0": False,
+              "no": False}
 
 
 @dataclasses.dataclass
@@ -72,6 +76,27 @@ class PretrainSettings(RunSettings):
         if self.precision not in ("float32", "mixed_bfloat16", "mixed_float16"):
             raise ConfigError(f"--precision {self.precision!r}: choose float32, mixed_bfloat16 "
                               "or mixed_float16.")
+        if self.size not in SIZES:
+            raise ConfigError(f"--size {self.size!r}: choose one of {', '.join(SIZES)}.")
+        positions = BertConfig.from_size(self.size).max_positions
+        shortest = 5 if self.next_sentence else 3   # [CLS] A [SEP] (B [SEP]), a token in each
+        for flag, length in (("--sequence-length", self.sequence_length),
+                             ("--phase2-sequence-length", self.phase2_steps and
+                              self.phase2_sequence_length)):
+            if length and not shortest <= length <= positions:
+                raise ConfigError(f"{flag} {length} is out of range: [CLS] A [SEP]"
+                                  f"{' B [SEP]' if self.next_sentence else ''} needs at least "
+                                  f"{shortest} tokens, and BERT-{self.size} has {positions} "
+                                  "positions.")
+        if not 0 < self.mask_selection_rate <= 1:
+            raise ConfigError(f"--mask-selection-rate {self.mask_selection_rate} must be in "
+                              "(0, 1]; BERT masks 0.15 of the tokens.")
+        if self.phase2_steps < 0 or (self.warmup_steps is not None and self.warmup_steps < 0):
+            raise ConfigError("--phase2-steps and --warmup-steps must be at least 0.")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise ConfigError(f"--learning-rate {self.learning_rate} must be above 0.")
+        if str(self.jit_compile).lower() not in JIT_VALUES:
+            raise ConfigError(f"--jit-compile {self.jit_compile!r}: choose auto, true or false.")
 
     @property
     def total_steps(self):
@@ -103,9 +128,7 @@ def build_model(settings, vocab_size):
     optimizer = builder(model, learning_rate=schedule, weight_decay=settings.weight_decay, **extra)
     if settings.precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    jit = settings.jit_compile
-    model.compile(optimizer=optimizer,
-                  jit_compile=jit if jit == "auto" else jit in (True, "true", "1", "yes"))
+    model.compile(optimizer=optimizer, jit_compile=JIT_VALUES[str(settings.jit_compile).lower()])
     return model
 
 
@@ -204,8 +227,12 @@ HELDOUT_SENTENCES = (
 )
 
 
+@guarded()
 def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callbacks=()):
     """Pretrain per ``settings`` into ``output_dir``; returns the final metrics dict.
+
+    A failure leaves no partial files, and nothing at all before the first step
+    (:func:`keras_bert_lab.training.run.guarded`).
 
     Example (a minute on a laptop CPU):
     >>> settings = PretrainSettings(size="tiny", steps=50, batch_size=8,   # doctest: +SKIP
@@ -215,20 +242,24 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     from keras_bert_lab.pipelines.pretraining import tokenize_corpus
 
     started = time.time()
-    tokenizer = load_tokenizer(settings)  # the inputs are read before the output is touched
+    # Every input and setting is checked before the output is touched: the folder first (no
+    # writes), then the corpora, the model and the held-out batches.
+    check_run_folder(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    tokenizer = load_tokenizer(settings)
     corpus = settings.corpus[0] if len(settings.corpus) == 1 else list(settings.corpus)
     train_corpus = tokenize_corpus(corpus, tokenizer)
     eval_corpus = tokenize_corpus(settings.eval_corpus, tokenizer) if settings.eval_corpus else None
     logger.info("corpus ready in %.1fs", time.time() - started)
-    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings, tokenizer.vocabulary_size)
+    run_phases = phases(settings, tokenizer, train_corpus, eval_corpus)
+    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     start_step = 0
     if resume:
         meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
         start_step = meta["step"] if meta else 0
+        truncate_log(os.path.join(output_dir, "log.csv"), start_step)
         print(f"Resuming at step {start_step} of {settings.total_steps}.")
-    run_phases = phases(settings, tokenizer, train_corpus, eval_corpus)
     stopped = train_phases(
         model, run_phases, output_dir,
         start_step=start_step, checkpoint_every=settings.checkpoint_every,

@@ -54,11 +54,14 @@ class RunSettings:
 
 
 def restore(model, output_dir, settings):
-    """The step a resumed run starts from: its newest checkpoint restored into ``model``."""
+    """The step a resumed run starts from: its newest checkpoint restored into ``model`` (and
+    the log's rows past it, which the run writes again, dropped)."""
     from keras_bert_lab.training.checkpoints import restore_checkpoint
+    from keras_bert_lab.training.run import truncate_log
 
     meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
     start_step = meta["step"] if meta else 0
+    truncate_log(os.path.join(output_dir, "log.csv"), start_step)  # logged again from here
     print(f"Resuming at step {start_step} of {settings.steps}.")
     return start_step
 

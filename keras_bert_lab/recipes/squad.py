@@ -45,6 +45,7 @@ def register(subparsers):
     parser.add_argument("--valid", required=True, help="validation file (SQuAD JSON)")
     parser.add_argument("--predict", help="a file to answer after training (SQuAD JSON); "
                                           "scored too when it has answers")
+    parser.add_argument("--encoding", default="utf-8", help="text encoding of the files")
     parser.add_argument("--version-2", action="store_true",
                         help="SQuAD 2.0: questions may have no answer (default: from the files)")
     parser.add_argument("--doc-stride", type=int, default=128,
@@ -77,6 +78,7 @@ def answer(model, examples, features, version_2=False, batch_size=32, n_best=20,
                        null_threshold=null_threshold)
 
 
+@common.guard
 def run(args):
     """Run ``kbl finetune squad`` from parsed arguments; returns the metrics dict."""
     from keras_bert_lab.pipelines.batches import batches
@@ -84,9 +86,9 @@ def run(args):
 
     settings = common.settings_from_args(args)
     version_2 = True if args.version_2 else None
-    train_examples, train_v2 = read_squad(args.train, version_2=version_2)
+    train_examples, train_v2 = read_squad(args.train, version_2=version_2, encoding=args.encoding)
     check_trainable(train_examples, args.train)
-    valid_examples, valid_v2 = read_squad(args.valid, version_2=version_2)
+    valid_examples, valid_v2 = read_squad(args.valid, version_2=version_2, encoding=args.encoding)
     version_2 = bool(args.version_2 or train_v2 or valid_v2)
     output = common.start(settings)
     if settings.limit:
@@ -116,7 +118,8 @@ def run(args):
     _write_json(output / "valid_predictions.json", valid_predictions)
     test_metrics, predictions = None, valid_predictions
     if args.predict:
-        examples, predict_v2 = read_squad(args.predict, version_2=version_2 or None)
+        examples, predict_v2 = read_squad(args.predict, version_2=version_2 or None,
+                                          encoding=args.encoding)
         predictions, n_best = answer(model, examples, preprocessor(examples),
                                      **post)
         _write_json(output / "n_best.json", n_best)

@@ -35,7 +35,8 @@ import keras
 from keras_bert_lab.errors import ConfigError, KblError
 from keras_bert_lab.models.word2vec import ARCHITECTURES, Word2Vec
 from keras_bert_lab.training.checkpoints import TrainingCheckpoint, restore_checkpoint
-from keras_bert_lab.training.run import append_row, prepare_output, write_json
+from keras_bert_lab.training.run import (append_row, check_run_folder, guarded, prepare_output,
+                                         write_json)
 from keras_bert_lab.training.schedules import WarmupLinearDecay
 
 logger = logging.getLogger(__name__)
@@ -157,6 +158,7 @@ def evaluate(vectors):
     return metrics
 
 
+@guarded()
 def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     """Train word vectors per ``settings`` into ``output_dir``; returns the metrics dict.
 
@@ -168,6 +170,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     from keras_bert_lab.preprocessing.words import keep_probabilities, noise_distribution
     from keras_bert_lab.vectors import WordVectors
 
+    check_run_folder(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     vocabulary, ids, starts = load_vocabulary_and_ids(settings)  # read before writing anything
     output = prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
     keras.utils.set_random_seed(settings.seed)

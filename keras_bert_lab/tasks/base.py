@@ -15,6 +15,7 @@ import warnings
 import keras
 import numpy as np
 
+from keras_bert_lab.models.backbone import check_array_inputs
 from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import registry
@@ -83,6 +84,14 @@ class Task(keras.Model):
     def save_to_preset(self, directory, **kwargs):
         """Save backbone and head as a preset; ``kwargs`` as in ``presets.save_preset``."""
         return preset_format.save_preset(self, directory, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        check_array_inputs(self.backbone, x)
+        return super().predict(x, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        check_array_inputs(self.backbone, x)
+        return super().predict_on_batch(x)
 
     def predict_packed(self, features, batch_size=32, length_multiple=16):
         """Outputs (NumPy) for packed features, batch by batch, each cut to its longest row.

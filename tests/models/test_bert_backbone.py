@@ -78,11 +78,14 @@ def test_out_of_range_ids_inside_compiled_predict():
     batch = padded_pair_batch(vocab_size=1000)
     batch["token_ids"] = batch["token_ids"].copy()
     batch["token_ids"][0, 3] = 1500
+    with pytest.raises(InputError, match="id 1500 outside"):   # NumPy: checked before tracing
+        backbone.predict(batch, verbose=0)
+    tensors = {k: keras.ops.convert_to_tensor(v) for k, v in batch.items()}
     backend = keras.backend.backend()
     if backend == "jax":
-        out = backbone.predict(batch, verbose=0)["sequence_output"]
+        out = backbone.predict(tensors, verbose=0)["sequence_output"]
         assert np.isnan(out[0]).all() and np.isfinite(out[1:]).all()
     else:
         expected = InputError if backend == "torch" else Exception
         with pytest.raises(expected):
-            backbone.predict(batch, verbose=0)
+            backbone.predict(tensors, verbose=0)

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from keras_bert_lab.errors import ConfigError, DataError, TrainingError
+from keras_bert_lab.training.run import prepare_output
 from keras_bert_lab.recipes.finetune import (FinetuneSettings, add_common_arguments,
                                             add_data_arguments, load_splits, settings_from_args,
                                             start)
@@ -18,8 +19,11 @@ def test_settings_flags_and_output_dir(tmp_path):
                               "--limit", "100"])
     settings = settings_from_args(args)
     assert (settings.learning_rate, settings.layer_decay, settings.limit) == (1e-4, 0.9, 100)
-    out = start(settings)
+    out = start(settings)                      # checks and seeds; nothing written yet
+    assert not out.exists()
+    prepare_output(out, settings.to_dict())    # what fine_tune() does first
     assert json.loads((out / "settings.json").read_text())["layer_decay"] == 0.9
+    (out / "log.csv").write_text("epoch\n1\n")  # the run trained
     with pytest.raises(TrainingError, match="--overwrite"):
         start(settings)
     with pytest.raises(ConfigError, match="--warmup-ratio"):

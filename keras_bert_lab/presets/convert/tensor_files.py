@@ -17,6 +17,7 @@ Example:
 
 import json
 import os
+import re
 import struct
 
 import numpy as np
@@ -116,7 +117,17 @@ def read_torch_bin(path):
     try:
         state = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
     except Exception as error:  # truncated zip, bad pickle, non-tensor objects...
-        raise _corrupt(os.fspath(path), f"torch.load failed: {type(error).__name__}: {error}") \
+        text = str(error)
+        if "Weights only load failed" in text:   # a pickle of objects, maybe code: refused
+            found = re.search(r"(?:GLOBAL|global) ([\w.]+)", text)
+            raise PresetError(
+                f"Weights file {os.fspath(path)!r} holds Python objects besides tensors"
+                f"{f' ({found.group(1)})' if found else ''}, which could run code when loaded; "
+                "it was refused, not loaded. Use a model.safetensors file, or a "
+                "pytorch_model.bin from a source you trust re-saved as a plain state dict."
+            ) from None
+        first = " ".join(text.split())[:200]   # one line: torch's messages span several
+        raise _corrupt(os.fspath(path), f"torch.load failed: {type(error).__name__}: {first}") \
             from None
     if not isinstance(state, dict):
         raise _corrupt(os.fspath(path), f"it holds a {type(state).__name__}, not a state dict")
