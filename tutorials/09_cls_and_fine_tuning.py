@@ -33,11 +33,9 @@ tutorial = _common.start("09_cls_and_fine_tuning",
 # %%
 import logging
 import time
-import warnings
 
 import keras
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
@@ -53,13 +51,7 @@ from keras_bert_lab.training.finetune import fit_best_epoch
 
 PRESET = "minilm_l6_en_uncased"
 logging.getLogger("tensorflow").setLevel(logging.ERROR)   # batches of new lengths retrace
-if tutorial.smoke and keras.backend.backend() == "tensorflow":
-    # Smoke mode takes one or two steps per model: compiling each step into a graph would take
-    # longer than running it, so TensorFlow runs them eagerly (the numbers do not change).
-    import tensorflow as tf
-
-    tf.config.run_functions_eagerly(True)
-    warnings.filterwarnings("ignore", message="Even though the `tf.config.experimental_run")
+tutorial.eager_in_smoke()   # smoke: a step or two per model, cheaper run than compiled
 # How much of each data set to use: smoke = a few examples; full = slices that run in minutes.
 SIZE = tutorial.size(
     smoke=dict(sentences=8, sentences_valid=16, pairs=8, pairs_valid=24, tweets=8,
@@ -69,13 +61,6 @@ SIZE = tutorial.size(
               tweets_valid=None, epochs=1, tag_epochs=2, qa_epochs=8, batch=32, tag_batch=16,
               unfreeze="all"))
 print(SIZE)
-
-
-def save(figure, filename):
-    FigureCanvasAgg(figure)
-    path = tutorial.figure_path(filename)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    return path
 
 
 def first(part, n):
@@ -223,7 +208,7 @@ for row, (key, title) in enumerate(titles.items()):
     draw(figure.add_subplot(4, 1, row + 1), title, **examples[key])
 figure.text(0.5, 0.08, "blue: segment A · orange: segment B · grey: [CLS]/[SEP] · dark: the "
             "final states the head reads", ha="center", fontsize=9)
-path = save(figure, "four_shapes.png")
+path = tutorial.save(figure, "four_shapes.png")
 tutorial.show(path, "The four fine-tuning shapes on a real example of each data set")
 
 # %% [markdown]
@@ -422,7 +407,7 @@ axes.set_xlim(-1, len(context))
 axes.set_ylabel("probability")
 axes.legend(loc="upper right")
 axes.set_title(f"Q: {squad[2].question}", fontsize=10)
-path = save(figure, "span_scores.png")
+path = tutorial.save(figure, "span_scores.png")
 tutorial.show(path, "Where the fine-tuned span head puts the answer's start and end")
 
 # %%
@@ -521,7 +506,7 @@ for column, (name, score) in enumerate(methods.items()):
     axes.set_xlabel("gold similarity (0–5)")
     axes.set_ylabel("predicted score" if column == 3 else "cosine")
     axes.set_title(f"{name}\nρ = {spearman(score, gold):.3f}", fontsize=9)
-path = save(figure, "stsb_footnote.png")
+path = tutorial.save(figure, "stsb_footnote.png")
 tutorial.show(path, "STS-B validation pairs: gold similarity against each predicted score")
 low, high = gold <= 1, gold >= 4     # pairs people call unrelated / near-paraphrases
 

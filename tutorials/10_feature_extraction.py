@@ -31,12 +31,9 @@ tutorial = _common.start("10_feature_extraction", data=["wnut16"],
 import logging
 import time
 import types
-import warnings
 from collections import Counter, defaultdict
 
-import keras
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -49,23 +46,10 @@ from keras_bert_lab.tasks.feature_tagger import combination
 
 PRESET = "minilm_l6_en_uncased"
 logging.getLogger("tensorflow").setLevel(logging.ERROR)   # each new tagger retraces: expected
-if tutorial.smoke and keras.backend.backend() == "tensorflow":
-    # Smoke mode takes a step or two per tagger: compiling each into a graph would take longer
-    # than running it, so TensorFlow runs them eagerly (the numbers do not change).
-    import tensorflow as tf
-
-    tf.config.run_functions_eagerly(True)
-    warnings.filterwarnings("ignore", message="Even though the `tf.config.experimental_run")
+tutorial.eager_in_smoke()   # smoke: a step or two per model, cheaper run than compiled
 SIZE = tutorial.size(smoke=dict(train=24, valid=16, units=8, epochs=1),
                      full=dict(train=None, valid=None, units=128, epochs=4))
 print(SIZE)
-
-
-def save(figure, filename):
-    FigureCanvasAgg(figure)
-    path = tutorial.figure_path(filename)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    return path
 
 
 # WNUT-16 from the registry: one file, shuffled with seed 0 and split 80/20 — the split of
@@ -122,7 +106,7 @@ axes.set_xticks(range(NUM_LAYERS), ["0: embeddings"] + [f"{k}" for k in range(1,
 axes.set_yticks(range(len(chosen)), [f"{n}  ({ROWS[n]})" for n in chosen])
 axes.set_xlabel("MiniLM hidden state (layer)")
 axes.set_title("Which layers each row feeds the BiLSTM, and how it combines them", fontsize=10)
-path = save(figure, "combinations.png")
+path = tutorial.save(figure, "combinations.png")
 tutorial.show(path, "The rows of the feature-based table: the layers each one reads")
 
 # %% [markdown]
@@ -234,7 +218,7 @@ for column, (values, title, limits) in enumerate([
     else:
         axes.set_xlim(0, max(values + [1]) * 1.15)
     axes.set_title(title, fontsize=10)
-path = save(figure, "feature_table.png")
+path = tutorial.save(figure, "feature_table.png")
 tutorial.show(path, "The feature-based table: ours (left) and the paper's (right)")
 
 # %% [markdown]
@@ -262,7 +246,7 @@ axes.set_xticks(range(NUM_LAYERS), ["emb"] + [str(k) for k in range(1, NUM_LAYER
 axes.set_xlabel("MiniLM layer")
 axes.set_ylabel("learned weight s_k")
 axes.legend(fontsize=8)
-path = save(figure, "curves_and_mix.png")
+path = tutorial.save(figure, "curves_and_mix.png")
 tutorial.show(path, "Validation F1 per epoch for each row; the scalar mixes' learned weights")
 
 # %%

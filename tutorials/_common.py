@@ -128,6 +128,28 @@ class Tutorial:
         self.figures_dir.mkdir(parents=True, exist_ok=True)
         return self.figures_dir / filename
 
+    def save(self, figure, filename):
+        """Save a ``matplotlib.figure.Figure`` (made without pyplot) as ``filename``; its path."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(figure)
+        path = self.figure_path(filename)
+        figure.savefig(path, dpi=100, bbox_inches="tight")
+        return path
+
+    def eager_in_smoke(self):
+        """In smoke mode on TensorFlow, run ``fit`` steps eagerly: a step or two per model
+        would take longer to compile into a graph than to run (the numbers do not change)."""
+        import keras
+
+        if self.smoke and keras.backend.backend() == "tensorflow":
+            import warnings
+
+            import tensorflow as tf
+
+            tf.config.run_functions_eagerly(True)
+            warnings.filterwarnings("ignore", message="Even though the `tf.config.experimental_run")
+
     def show(self, path, caption):
         """Show the PNG at ``path``: inline in a notebook, its path under plain ``python``."""
         path = pathlib.Path(path).resolve()
