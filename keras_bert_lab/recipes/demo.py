@@ -158,7 +158,7 @@ def run(args, kbl):
                "-k", "2", "--quiet"]
     for query in QUERIES:
         command += ["--query", query]
-    start = step(4, "Sentence embeddings: the nearest of 8 sentences to each question", command)
+    step(4, "Sentence embeddings: the nearest of 8 sentences to each question", command)
     _must(kbl(command), "embedding")
 
     step(5, f"Done in {time.time() - began:.0f} s. Outputs in {output}/")
