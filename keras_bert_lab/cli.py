@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from keras_bert_lab.distribution import launch
 from keras_bert_lab.errors import KblError
 from keras_bert_lab.recipes import (classify, demo, export, features, generate, ner,
                                     preset_commands, pretrain, squad, use_commands, word2vec)
@@ -228,6 +229,11 @@ def build_parser():
     p = sub.add_parser("pretrain", help="pretrain a BERT (masked LM + next sentence) from text")
     pretrain.add_arguments(p)
     p.set_defaults(func=_pretrain)
+    p = sub.add_parser("launch", help="run a training command in N processes joined as one JAX "
+                                      "job (simulated hosts): kbl launch --processes 2 -- "
+                                      "pretrain --data-parallel …")
+    launch.add_arguments(p)
+    p.set_defaults(func=launch.main)
     p = sub.add_parser("finetune", help="fine-tune a preset: classify, pair, choice, squad, ner")
     tasks = p.add_subparsers(dest="task", required=True, metavar="TASK")
     for recipe in (classify, squad, ner):

@@ -1,8 +1,30 @@
 """Shared test fixtures. Every test runs under the backend named by KERAS_BACKEND."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _share_jax_compilations():
+    """One JAX compilation cache for this test session and every child process it starts.
+
+    Many tests build the same tiny models, and on JAX compiling dominates their run time; the
+    cache (a fresh folder per session, removed at exit, so no run depends on an earlier one)
+    lets a program compiled once be loaded again. Results do not change: the cache only keys
+    compiled executables by their program."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    folder = tempfile.mkdtemp(prefix="kbl-tests-jax-cache-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ.update(JAX_COMPILATION_CACHE_DIR=folder,
+                      JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                      JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+
+
+_share_jax_compilations()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

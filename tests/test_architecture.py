@@ -44,9 +44,10 @@ LAYERS = {
     "pipelines": {"errors", "data", "preprocessing"},
     "features": {"errors", "data", "models", "preprocessing", "presets", "vectors"},
     "export": {"errors", "models", "presets", "preprocessing", "tasks", "version"},
-    "recipes": {"errors", "data", "export", "features", "metrics", "models", "pipelines",
-                "preprocessing", "presets", "tasks", "training", "vectors"},
-    "cli": {"errors", "data", "features", "models", "presets", "preprocessing", "recipes", "tasks",
+    "recipes": {"errors", "data", "distribution", "export", "features", "metrics", "models",
+                "pipelines", "preprocessing", "presets", "tasks", "training", "vectors"},
+    "cli": {"errors", "data", "distribution", "features", "models", "presets", "preprocessing",
+            "recipes", "tasks",
             "vectors"},
     "__init__": {"models", "tasks", "version"},
 }

@@ -114,7 +114,8 @@ def check_batch_size(distribution, batch_size):
     ways = data_parallel_size(distribution)
     if batch_size % ways:
         lower, upper = batch_size // ways * ways, (batch_size // ways + 1) * ways
+        near = f"{lower} or {upper}" if lower else f"{upper}"
         raise InputError(
             f"Batch size {batch_size} does not split over the {ways} data-parallel replicas of "
-            f"{type(distribution).__name__}; use a multiple of {ways} (e.g. "
-            f"{lower or upper} or {upper}), or a mesh with fewer batch rows.")
+            f"{type(distribution).__name__}; use a multiple of {ways} (e.g. {near}), or a mesh "
+            "with fewer batch rows.")

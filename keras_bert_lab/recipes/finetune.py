@@ -8,11 +8,15 @@ validation epoch kept: :func:`keras_bert_lab.training.finetune.fit_best_epoch`) 
 """
 
 import dataclasses
+import functools
+import os
 import pathlib
 
 import keras
 
 from keras_bert_lab.data.splits import split_indices
+from keras_bert_lab.distribution import check_batch_size, check_model, data_parallel_size, launch
+from keras_bert_lab.distribution import session
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.training.finetune import SCHEDULES, UNFREEZE, fit_best_epoch
 from keras_bert_lab.training.run import check_run_folder, guarded, prepare_output, write_json
@@ -82,6 +86,7 @@ class Unset:
 def add_common_arguments(parser, **defaults):
     """Add one flag per :class:`FinetuneSettings` field; ``defaults`` override per task."""
     base = FinetuneSettings()
+    session.add_arguments(parser)  # how the run trains, not what it is: not in settings.json
     helps = {"preset": "preset name or directory to start from",
              "output": "output directory (metrics.json, log.csv, curves.png, preset/)",
              "layer_decay": "learning-rate factor from each layer group to the one below (1 = "
@@ -224,9 +229,40 @@ def load_splits(args, read_file, read_dataset):
     return parts, how
 
 
-# Decorates each task's run(args): a failure leaves no partial files, and nothing at all before
-# the first step (see keras_bert_lab.training.run.guarded).
-guard = guarded(lambda args: args.output)
+def _backbone_config(preset):
+    """The backbone config of ``preset``, which ``--model-parallel``'s layout map splits."""
+    from keras_bert_lab.models.bert_config import BertConfig
+    from keras_bert_lab.models.gpt_config import GPTConfig
+    from keras_bert_lab.presets.registry import read_preset
+
+    info = read_preset(preset, verify=False)  # an unreadable preset: its own error, here
+    kind = {"BertBackbone": BertConfig, "GPTBackbone": GPTConfig}.get(info.backbone_class)
+    if kind is None:
+        raise ConfigError(f"--model-parallel splits BERT and GPT backbones; preset {preset} "
+                          f"holds a {info.backbone_class}. Use --data-parallel.")
+    return kind.from_dict(info.config)
+
+
+def guard(run):
+    """Decorates each task's ``run(args)``: a failure leaves no partial files, and nothing at
+    all before the first step (:func:`keras_bert_lab.training.run.guarded`); with
+    ``--data-parallel`` / ``--model-parallel BxM`` the task runs under that distribution
+    (:func:`keras_bert_lab.distribution.session.distributed`), reset afterwards."""
+    checked = guarded(lambda args: args.output)(run)
+
+    @functools.wraps(run)
+    def wrapper(args):
+        kind = session.kind_from_args(args)
+        if kind is None:
+            return checked(args)
+        if int(os.environ.get(launch.COUNT) or 1) > 1:
+            raise ConfigError("kbl finetune trains on the devices of one process; several "
+                              "processes (kbl launch) run kbl pretrain.")
+        model = _backbone_config(args.preset) if kind.startswith("model") else None
+        with session.distributed(kind, model):
+            return checked(args)
+
+    return wrapper
 
 
 def check_preset(settings):
@@ -256,7 +292,18 @@ def start(settings):
 
 def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
     """Make the run folder (:func:`~keras_bert_lab.training.run.prepare_output`), then
-    :func:`~keras_bert_lab.training.finetune.fit_best_epoch` with the settings' schedule."""
+    :func:`~keras_bert_lab.training.finetune.fit_best_epoch` with the settings' schedule.
+
+    Under a distribution (``--data-parallel``, ``--model-parallel``) the batch size is checked
+    against it and the model against its layout map first, and short batches — each epoch's
+    last, a prediction pass's last — are padded to a multiple of the data-parallel size: in
+    training with rows of weight 0, in prediction with rows cut from the outputs again."""
+    distribution = keras.distribution.distribution()
+    if distribution is not None:
+        check_batch_size(distribution, settings.batch_size)
+        check_model(model, distribution)
+        train = _pad_batches(train, data_parallel_size(distribution))
+        session.pad_predictions(model, distribution)
     prepare_output(settings.output, settings.to_dict(), overwrite=settings.overwrite)
     return fit_best_epoch(
         model, train, evaluate, monitor, settings.output, epochs=settings.epochs,
@@ -265,6 +312,31 @@ def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
         patience=settings.patience, mode=mode, schedule=settings.schedule,
         cut_fraction=settings.cut_fraction, ratio=settings.slanted_ratio,
         unfreeze=settings.unfreeze, verbose=verbose)
+
+
+def _pad_batches(train, ways):
+    """``(x, y, weight)`` batches of a multiple of ``ways`` rows: a short batch gets copies of
+    its first row with weight 0 (weights of 1 are added when the batch has none)."""
+    import tensorflow as tf
+
+    if ways == 1:
+        return train
+
+    def pad(*batch):
+        rows = tf.shape(tf.nest.flatten(batch[0])[0])[0]
+        extra = -rows % ways
+
+        def more(t):
+            return tf.concat([t, tf.repeat(t[:1], extra, axis=0)], 0)
+
+        def zeros(w):
+            return tf.concat([w, tf.zeros(tf.concat([[extra], tf.shape(w)[1:]], 0), w.dtype)], 0)
+
+        weights = batch[2] if len(batch) > 2 else tf.ones([rows])
+        return (*tf.nest.map_structure(more, tuple(batch[:2])),
+                tf.nest.map_structure(zeros, weights))
+
+    return train.map(pad)
 
 
 def finish(model, settings, report, test_metrics=None, extra=None, preprocessor=None):

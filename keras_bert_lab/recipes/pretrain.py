@@ -31,6 +31,7 @@ import numpy as np
 # The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
 # `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
 from keras_bert_lab.data.registry import locate
+from keras_bert_lab.distribution import session
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import SIZES, BertConfig
@@ -306,6 +307,7 @@ def parse_bool(text):
 def add_arguments(parser):
     """``kbl pretrain`` options: one per ``PretrainSettings`` field, plus the run controls."""
     defaults = PretrainSettings()
+    session.add_arguments(parser)
     parser.add_argument("--corpus", nargs="+", default=list(defaults.corpus),
                         help="named corpora (wikitext2, news) or files/globs/directories")
     parser.add_argument("--output", required=True, help="output directory of the run")
@@ -391,20 +393,26 @@ def _language_model_settings(args):
 
 def main(args):
     _refuse_foreign_flags(args)
-    if getattr(args, "model", "bert") != "bert":
+    model, kind = getattr(args, "model", "bert"), session.kind_from_args(args)
+    if kind and model not in ("bert", "gpt"):
+        raise ConfigError(f"--data-parallel and --model-parallel train --model bert or gpt; "
+                          f"leave them out with --model {model}.")
+    if model != "bert":
+        from keras_bert_lab.models.gpt_config import GPTConfig
         from keras_bert_lab.recipes import awd_pretrain, elmo_pretrain, language_model
 
         settings = _language_model_settings(args)
-        logging.basicConfig(level=logging.INFO, format="%(message)s")
-        recipe = {"elmo": elmo_pretrain, "awd-lstm": awd_pretrain}.get(args.model,
-                                                                      language_model)
-        metrics = recipe.run(settings, args.output, resume=args.resume, overwrite=args.overwrite)
-        print(json.dumps(metrics, indent=2))
-        return metrics
-    names = {f.name for f in dataclasses.fields(PretrainSettings)}
-    settings = PretrainSettings(**{k: v for k, v in vars(args).items()
-                                   if k in names and v is not None})
+        recipe = {"elmo": elmo_pretrain, "awd-lstm": awd_pretrain}.get(model, language_model)
+        config = GPTConfig.from_size(settings.size) if model == "gpt" else None
+    else:
+        names = {f.name for f in dataclasses.fields(PretrainSettings)}
+        settings = PretrainSettings(**{k: v for k, v in vars(args).items()
+                                       if k in names and v is not None})
+        recipe, config = None, BertConfig.from_size(settings.size)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    metrics = run(settings, args.output, resume=args.resume, overwrite=args.overwrite)
+    # The distribution is how the run trains, not what it is: it stays out of settings.json.
+    metrics = session.run_distributed(recipe.run if recipe else run, settings, args.output, kind,
+                                      config, [settings.batch_size], resume=args.resume,
+                                      overwrite=args.overwrite)
     print(json.dumps(metrics, indent=2))
     return metrics

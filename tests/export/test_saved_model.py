@@ -7,7 +7,8 @@ and ``[UNK]`` are frequent), saved as presets and exported once per module — t
 the command line, the pair one with the Python API over a copy of the first export
 (``overwrite``). A child Python started with ``-I -S`` (no ``.pth`` files, so no editable
 keras_bert_lab) and with Keras and tensorflow-text made unimportable loads both SavedModels and
-serves ~50 real and awkward texts; its answers must equal the Keras model's on the same strings.
+serves 1,000 real sentences (Rotten Tomatoes validation) with ~20 awkward texts and two long ones
+that get cut; its answers must equal the Keras model's on the same strings (<= 1e-5 on scores).
 """
 
 import argparse
@@ -37,6 +38,7 @@ from keras_bert_lab.tasks.classifier import decode_logits
 from tests.conftest import locate_or_skip
 
 LENGTH = 32
+REAL = 1000  # real sentences served
 AWKWARD = [
     "", "   ", "A", "Ångström's café served crème brûlée — naïvely!", "ÉCOLE NORMALE SUPÉRIEURE",
     "Straße & Übermaß", "北京是中国的首都。", "東京タワーに行きました！", "한국어 문장입니다.",
@@ -52,11 +54,12 @@ AWKWARD = [
 
 @pytest.fixture(scope="module")
 def data():
-    """~50 texts (30 real sentences, the awkward ones, two long ones that get cut) and pairs."""
+    """1,000 real sentences, the awkward texts, two long ones that get cut; and pairs."""
     locate_or_skip("rotten_tomatoes")
     parts = load_dataset("rotten_tomatoes")
-    real = parts["valid"].texts[:30]
-    long = [" ".join(parts["valid"].texts[30:40]), " ".join(parts["valid"].texts[40:50])]
+    real = parts["valid"].texts[:REAL]
+    assert len(real) == REAL
+    long = [" ".join(real[30:40]), " ".join(real[40:50])]
     texts = real[:15] + long + AWKWARD + real[15:]
     pairs = texts[7:] + texts[:7]
     train = parts["train"].subset(range(64))

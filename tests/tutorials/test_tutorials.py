@@ -40,6 +40,16 @@ EXPECTED = {
         "data": ["glove_6b_50d", "wordnet"], "presets": [MINILM],
         "figures": ["stick_by_layer.png", "sense_accuracy_by_layer.png", "senses.png"],
         "tables": ["stick_pairs", "word_sense_supersense", "word_sense_synset"]},
+    "03_elmo": {
+        "data": ["wikitext2", "elmo_fixture", "rotten_tomatoes", "wordnet"], "presets": [],
+        "figures": ["bilm_curves.png", "char_cnn.png", "directions_word_sense.png",
+                    "scalar_mix.png"],
+        "tables": ["fixture_parity", "bilm_perplexity", "stick_predictions", "unseen_words",
+                   "word_sense_directions", "rt_directions"]},
+    "05_gpt": {
+        "data": ["wikitext2", "rotten_tomatoes"], "presets": [],
+        "figures": ["gpt_curves.png", "causal_mask.png", "four_transformations.png"],
+        "tables": ["gpt_perplexity", "generations", "task_inputs", "fine_tuning"]},
     "08_the_model": {
         "data": [], "presets": [MINILM],
         "figures": ["three_embeddings.png", "attention_all_heads.png", "attention_it.png",
