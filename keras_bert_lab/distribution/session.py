@@ -27,7 +27,7 @@ def add_arguments(parser):
     """Add ``--data-parallel`` and ``--model-parallel BxM`` to a training command's parser."""
     group = parser.add_argument_group("several devices (JAX backend; not part of the run's "
                                       "settings, so a run may resume on another mesh)")
-    group.add_argument("--data-parallel", action="store_true",
+    group.add_argument("--data-parallel", action="store_true", default=None,
                        help="split each batch over every device (keras.distribution.DataParallel)")
     group.add_argument("--model-parallel", metavar="BxM", default=None,
                        help="a B x M device mesh: batches split B ways, attention heads and "
@@ -48,7 +48,7 @@ def kind_from_args(args):
 
 
 @contextlib.contextmanager
-def distributed(kind, model=None, batch_sizes=()):
+def distributed(kind, model=None, batch_sizes=(), tensorflow=None):
     """Run the body under the distribution ``kind`` (``None``: as it is, on one device).
 
     Args:
@@ -56,13 +56,25 @@ def distributed(kind, model=None, batch_sizes=()):
         model: for ``"model BxM"``, the backbone config (or a built model) the layout map is
             derived from.
         batch_sizes: global batch sizes the run will use; each must split over the batch axis.
+        tensorflow: on the TensorFlow backend, ``tensorflow(batch_sizes)`` gives the context
+            that data parallelism runs in (the recipes pass
+            :func:`keras_bert_lab.recipes.mirrored.mirrored`: this package stays free of
+            TensorFlow).
 
-    Yields the ``keras.distribution.Distribution`` (or ``None``).
+    Yields the ``keras.distribution.Distribution`` (``None`` without ``kind``; on TensorFlow,
+    what ``tensorflow`` yields).
     """
     if kind is None:
         yield None
         return
-    check_backend()
+    check_backend(kind=kind)
+    if keras.backend.backend() == "tensorflow":
+        if tensorflow is None:
+            raise ConfigError("Data parallelism on TensorFlow runs through the recipes "
+                              "(kbl pretrain / kbl finetune --data-parallel).")
+        with tensorflow(batch_sizes) as strategy:
+            yield strategy
+        return
     # A multi-process job (kbl launch, or by hand on several hosts) joins before JAX starts.
     index, processes = join_from_environment()
     distribution = distribution_for(kind, model)
@@ -97,7 +109,10 @@ class CheckLayout(keras.callbacks.Callback):
 
 def callbacks(distribution):
     """The callbacks a run under ``distribution`` (or ``None``) adds to its own."""
-    return [CheckLayout(distribution)] if distribution is not None else []
+    if isinstance(distribution, (keras.distribution.DataParallel,
+                                 keras.distribution.ModelParallel)):
+        return [CheckLayout(distribution)]
+    return []
 
 
 def pad_predictions(model, distribution):
@@ -124,10 +139,11 @@ def pad_predictions(model, distribution):
     return model
 
 
-def run_distributed(run, settings, output_dir, kind, model=None, batch_sizes=(), **options):
+def run_distributed(run, settings, output_dir, kind, model=None, batch_sizes=(), tensorflow=None,
+                    **options):
     """``run(settings, output_dir, callbacks=…, **options)`` of a pretraining recipe under
     :func:`distributed` (``kind`` ``None``: plainly). A process other than 0 of a multi-process
     job writes its copy of the run to ``OUTPUT.process-I`` (:func:`.launch.process_output`)."""
-    with distributed(kind, model, batch_sizes) as distribution:
+    with distributed(kind, model, batch_sizes, tensorflow) as distribution:
         return run(settings, process_output(output_dir),
                    callbacks=[*options.pop("callbacks", ()), *callbacks(distribution)], **options)

@@ -81,14 +81,15 @@ def distribution_for(kind, model=None, devices=None):
                                             batch_dim_name=BATCH)
 
 
-def check_backend(backend=None):
-    """``ConfigError`` unless the Keras backend (default: the current one) is JAX, the one whose
-    ``keras.distribution`` the lab trains on."""
+def check_backend(backend=None, kind="data"):
+    """``ConfigError`` unless the Keras backend (default: the current one) can train ``kind``:
+    JAX runs ``keras.distribution`` (data and model parallel, several processes); TensorFlow runs
+    data parallelism through ``tf.distribute.MirroredStrategy``; PyTorch neither."""
     backend = backend or keras.backend.backend()
-    if backend == "jax":
+    if backend == "jax" or (backend == "tensorflow" and parse_kind(kind)[0] == "data"):
         return
-    other = {"tensorflow": "TensorFlow's tf.distribute.MirroredStrategy is not wired into the "
-                           "lab yet",
+    other = {"tensorflow": "on TensorFlow, --data-parallel runs under "
+                           "tf.distribute.MirroredStrategy; model parallelism needs JAX",
              "torch": "keras.distribution has no PyTorch implementation"}.get(backend, "")
     raise ConfigError(f"Training on several devices runs on the JAX backend: set "
                       f"KERAS_BACKEND=jax (here: {backend}{'; ' + other if other else ''}).")

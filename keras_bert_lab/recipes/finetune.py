@@ -18,6 +18,8 @@ from keras_bert_lab.data.splits import split_indices
 from keras_bert_lab.distribution import check_batch_size, check_model, data_parallel_size, launch
 from keras_bert_lab.distribution import session
 from keras_bert_lab.errors import ConfigError, DataError
+from keras_bert_lab.recipes.mirrored import in_use as mirrored_in_use
+from keras_bert_lab.recipes.mirrored import mirrored, predict_by_replicas
 from keras_bert_lab.training.finetune import SCHEDULES, UNFREEZE, fit_best_epoch
 from keras_bert_lab.training.run import check_run_folder, guarded, prepare_output, write_json
 
@@ -259,7 +261,8 @@ def guard(run):
             raise ConfigError("kbl finetune trains on the devices of one process; several "
                               "processes (kbl launch) run kbl pretrain.")
         model = _backbone_config(args.preset) if kind.startswith("model") else None
-        with session.distributed(kind, model):
+        sizes = [args.batch_size] if isinstance(args.batch_size, int) else []
+        with session.distributed(kind, model, sizes, mirrored):
             return checked(args)
 
     return wrapper
@@ -304,6 +307,8 @@ def fine_tune(model, train, settings, evaluate, monitor, mode="max", verbose=1):
         check_model(model, distribution)
         train = _pad_batches(train, data_parallel_size(distribution))
         session.pad_predictions(model, distribution)
+    elif keras.backend.backend() == "tensorflow" and mirrored_in_use():
+        predict_by_replicas(model)
     prepare_output(settings.output, settings.to_dict(), overwrite=settings.overwrite)
     return fit_best_epoch(
         model, train, evaluate, monitor, settings.output, epochs=settings.epochs,

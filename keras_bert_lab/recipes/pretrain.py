@@ -20,6 +20,7 @@ where the checkpoint was taken (see :mod:`keras_bert_lab.training.pretrain`).
 
 import argparse
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from keras_bert_lab.distribution import session
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import SIZES, BertConfig
+from keras_bert_lab.recipes.mirrored import mirrored
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.training.checkpoints import restore_checkpoint
@@ -296,12 +298,11 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
 def parse_bool(text):
     """``true``/``false`` (also ``1``/``0``, ``yes``/``no``) for a flag; anything else is an
     argparse error, never a silent ``False``."""
-    value = str(text).strip().lower()
-    if value in ("1", "true", "yes"):
-        return True
-    if value in ("0", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean; use true or false.")
+    value = {"1": True, "true": True, "yes": True, "0": False, "false": False,
+             "no": False}.get(str(text).strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a boolean; use true or false.")
+    return value
 
 
 def add_arguments(parser):
@@ -324,6 +325,12 @@ def add_arguments(parser):
     parser.add_argument("--bpe-merges", type=int, default=None,
                         help="gpt (default 8000): merges of the byte-pair vocabulary learned on "
                              "the corpus when --vocabulary (vocab.txt + merges.txt) is not given")
+    parser.add_argument("--output-bias", type=parse_bool, nargs="?", const=True, default=None,
+                        metavar="{true,false}", help="gpt (default true): an LM-head bias "
+                        "started at the log unigram (without it a small GPT collapses to the "
+                        "unigram model); false: GPT-1 exactly, exportable to transformers")
+    parser.add_argument("--no-output-bias", dest="output_bias", action="store_const",
+                        const=False, help="gpt: the same as --output-bias false")
     parser.add_argument("--min-count", type=int, default=None,
                         help="elmo (default 3), awd-lstm (default 2): words seen fewer times in "
                              "the corpus are <unk> when --vocabulary (a vocab.txt of words) is "
@@ -355,9 +362,10 @@ MODEL_FLAGS = {
     "--layer-decay": "awd-lstm: learning-rate factor from each layer group to the one below "
                      "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
 }
-ONLY_FOR = {"bpe_merges": ("gpt",), "min_count": ("elmo", "awd-lstm"),
+ONLY_FOR = {"bpe_merges": ("gpt",), "output_bias": ("gpt",), "min_count": ("elmo", "awd-lstm"),
             "init_preset": ("awd-lstm",), "max_vocabulary": ("awd-lstm",),
-            "layer_decay": ("awd-lstm",)}   # set for another model: an error
+            "layer_decay": ("awd-lstm",), "data_parallel": ("bert", "gpt"),
+            "model_parallel": ("bert", "gpt")}   # set for another model: an error
 
 
 def _refuse_foreign_flags(args):
@@ -372,13 +380,11 @@ def _language_model_settings(args):
     """The settings of ``kbl pretrain --model gpt|elmo`` (``LanguageModelSettings``,
     ``ElmoPretrainSettings``); a BERT-only flag set away from its default is an error rather than
     silently ignored. Flags left unset (``None``) take the recipe's defaults."""
-    if args.model == "elmo":
-        from keras_bert_lab.recipes.elmo_pretrain import ElmoPretrainSettings as settings_class
-    elif args.model == "awd-lstm":
-        from keras_bert_lab.recipes.awd_pretrain import AwdPretrainSettings as settings_class
-    else:
-        from keras_bert_lab.recipes.language_model import LanguageModelSettings as settings_class
+    from keras_bert_lab.recipes import awd_pretrain, elmo_pretrain, language_model
 
+    settings_class = {"elmo": elmo_pretrain.ElmoPretrainSettings,
+                      "awd-lstm": awd_pretrain.AwdPretrainSettings}.get(
+                          args.model, language_model.LanguageModelSettings)
     names = {f.name for f in dataclasses.fields(settings_class)}
     defaults = PretrainSettings()
     ignored = [f.name for f in dataclasses.fields(PretrainSettings)
@@ -394,15 +400,11 @@ def _language_model_settings(args):
 def main(args):
     _refuse_foreign_flags(args)
     model, kind = getattr(args, "model", "bert"), session.kind_from_args(args)
-    if kind and model not in ("bert", "gpt"):
-        raise ConfigError(f"--data-parallel and --model-parallel train --model bert or gpt; "
-                          f"leave them out with --model {model}.")
     if model != "bert":
         from keras_bert_lab.models.gpt_config import GPTConfig
-        from keras_bert_lab.recipes import awd_pretrain, elmo_pretrain, language_model
 
         settings = _language_model_settings(args)
-        recipe = {"elmo": elmo_pretrain, "awd-lstm": awd_pretrain}.get(model, language_model)
+        recipe = importlib.import_module(type(settings).__module__)  # the settings' own recipe
         config = GPTConfig.from_size(settings.size) if model == "gpt" else None
     else:
         names = {f.name for f in dataclasses.fields(PretrainSettings)}
@@ -412,7 +414,7 @@ def main(args):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     # The distribution is how the run trains, not what it is: it stays out of settings.json.
     metrics = session.run_distributed(recipe.run if recipe else run, settings, args.output, kind,
-                                      config, [settings.batch_size], resume=args.resume,
-                                      overwrite=args.overwrite)
+                                      config, [settings.batch_size], mirrored,
+                                      resume=args.resume, overwrite=args.overwrite)
     print(json.dumps(metrics, indent=2))
     return metrics

@@ -37,9 +37,14 @@ class GPTCausalLM(Task):
     Inputs: the backbone's ``token_ids`` and ``padding_mask`` (B, T). Output: next-token logits
     (B, T, V) in float32 — position ``t`` scores token ``t + 1``. The head multiplies by the
     transposed token embedding with no bias, as GPT-1 does (eq. 2: ``P(u) = softmax(h_n·W_eᵀ)``),
-    so the task adds no weights. Training data come as :func:`next_token_batch` makes them:
-    ``(features, labels, sample_weight)`` with labels shifted by one and padding weighted 0; the
-    loss is the cross-entropy averaged over real tokens (log-perplexity).
+    so by default the task adds no weights and is GPT-1 exactly (transformers'
+    ``OpenAIGPTLMHeadModel``). ``output_bias=True`` adds a learned bias ``(V,)`` to the logits:
+    a small post-LN GPT pretrained from scratch without one collapses to the unigram model (a
+    GPT-mini on WikiText-2: perplexity 914 after 220 steps), while with the bias started at the
+    log unigram it learns context at once (312); see ``TiedLMHead``. Such a model has no
+    ``OpenAIGPT`` counterpart in transformers. Training data come as :func:`next_token_batch`
+    makes them: ``(features, labels, sample_weight)`` with labels shifted by one and padding
+    weighted 0; the loss is the cross-entropy averaged over real tokens (log-perplexity).
 
     :meth:`generate` continues prompts greedily or by top-k / nucleus (top-p) sampling, with a
     key/value cache (one forward pass over the prompts, then one token per step) compiled into
@@ -47,6 +52,8 @@ class GPTCausalLM(Task):
 
     Args:
         backbone: a ``GPTBackbone``.
+        output_bias: add a learned LM-head bias ``(V,)`` (zeros until set, e.g. to the log
+            unigram of the training text, as ``kbl pretrain --model gpt`` does).
 
     Example:
     >>> import numpy as np
@@ -66,14 +73,18 @@ class GPTCausalLM(Task):
     backbone_class = GPTBackbone
     token_output_fill = 0.0
 
-    def __init__(self, backbone, **kwargs):
-        lm_head = TiedLMHead(backbone.token_embedding, dtype=backbone.dtype_policy,
-                             name="lm_head")
+    def __init__(self, backbone, output_bias=False, **kwargs):
+        lm_head = TiedLMHead(backbone.token_embedding, use_bias=output_bias,
+                             dtype=backbone.dtype_policy, name="lm_head")
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         logits = lm_head(backbone(inputs)["sequence_output"])  # (B, T, V)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.lm_head = lm_head
+        self.output_bias = bool(output_bias)
+
+    def get_config(self):
+        return {**super().get_config(), "output_bias": self.output_bias}
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
                 **kwargs):
@@ -312,8 +323,11 @@ class _Generator(keras.Model):
         table = ops.transpose(ops.cast(backbone.token_embedding.embeddings, self.compute_dtype))
         head = ops.reshape(ops.reshape(table, (-1,)), ops.shape(table))  # (H, V)
 
+        bias = self.lm.lm_head.bias  # (V,) or None
+
         def logits_of(hidden):  # (B, H) -> (B, V)
-            return ops.cast(ops.matmul(hidden, head), "float32")
+            logits = ops.cast(ops.matmul(hidden, head), "float32")
+            return logits if bias is None else logits + ops.cast(bias, "float32")
 
         if not self.use_cache:
             def body(index, tokens):

@@ -207,10 +207,12 @@ def test_a_batch_that_does_not_split_over_the_replicas_fails(pretrainer):
 
 def test_other_backends_are_told_to_use_jax():
     check_backend("jax")
+    check_backend("jax", "model 2x4")
+    check_backend("tensorflow", "data")  # MirroredStrategy (tests/distribution/test_mirrored.py)
     with pytest.raises(ConfigError, match="KERAS_BACKEND=jax .*no PyTorch implementation"):
         check_backend("torch")
-    with pytest.raises(ConfigError, match="KERAS_BACKEND=jax .*MirroredStrategy"):
-        check_backend("tensorflow")
+    with pytest.raises(ConfigError, match="KERAS_BACKEND=jax .*model parallelism needs JAX"):
+        check_backend("tensorflow", "model 2x4")
 
 
 def test_kinds():

@@ -14,8 +14,8 @@ import pytest
 from keras_bert_lab.errors import PresetError
 from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.presets import read_preset, write_preset
-from keras_bert_lab.presets.convert.openai_gpt import (export_hf, import_hf, import_openai,
-                                                       read_openai_release)
+from keras_bert_lab.presets.convert.openai_gpt import (export_hf, export_hf_weights, import_hf,
+                                                       import_openai, read_openai_release)
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM
 from tests.conftest import locate_or_skip
 from tests.models.test_gpt_backbone import predict
@@ -98,6 +98,7 @@ def test_release_layout(archive, preset):
     assert loaded.merges()[:2] == ["e e</w>", "e e"] and loaded.merges() == merges
     assert "merges.txt" in loaded.metadata["files"]
     assert loaded.task["class_name"] == "GPTCausalLM"
+    assert loaded.task["config"] == {"output_bias": False}   # GPT-1 has no LM-head bias
 
 
 def test_special_tokens_and_heads(archive, tmp_path):
@@ -164,3 +165,18 @@ def test_hugging_face_directory_both_ways(preset, tmp_path):
         np.testing.assert_array_equal(returned.weights()[name], value, err_msg=name)
     with pytest.raises(PresetError, match="vocab.json"):
         import_hf(tmp_path, tmp_path / "nothing")
+
+
+def test_an_lm_head_bias_is_refused_on_export(preset, tmp_path):
+    """transformers' OpenAIGPTLMHeadModel has no LM-head bias: exporting one is an error naming
+    the fix, not a silent drop; the imported (bias-free) model is unaffected."""
+    lm = GPTCausalLM.from_preset(preset)
+    assert lm.lm_head.bias is None and "lm_head.weight" in export_hf_weights(lm)
+    biased = GPTCausalLM.from_preset(preset, output_bias=True)
+    biased.lm_head.bias.assign(np.full(50, 0.5, "float32"))
+    with pytest.raises(PresetError, match="output bias.*--no-output-bias"):
+        export_hf_weights(biased)
+    path = biased.save_to_preset(tmp_path / "biased")
+    with pytest.raises(PresetError, match="OpenAIGPTLMHeadModel lacks"):
+        export_hf(path, tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()

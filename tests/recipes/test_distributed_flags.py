@@ -111,12 +111,17 @@ def test_other_backends_get_a_clear_message(tmp_path, capsys):
             "--output", str(tmp_path / "out"), "--data-parallel"]
     code = cli.main(argv)
     err = capsys.readouterr().err
-    if keras.backend.backend() == "jax":  # one device here: on to the (missing) corpus
-        assert code == 2 and "none.txt" in err
+    if keras.backend.backend() in ("jax", "tensorflow"):  # one device: on to the corpus
+        assert code == 2 and "none.txt" in err, err
     else:
         assert code == 2 and "KERAS_BACKEND=jax" in err, err
-        assert ("no PyTorch implementation" if keras.backend.backend() == "torch"
-                else "MirroredStrategy") in err
+        assert "no PyTorch implementation" in err
+    code = cli.main([*argv[:-1], "--model-parallel", "1x1"])
+    err = capsys.readouterr().err
+    if keras.backend.backend() == "jax":
+        assert code == 2 and "none.txt" in err, err
+    else:  # model parallelism is keras.distribution's, on JAX only
+        assert code == 2 and "KERAS_BACKEND=jax" in err, err
     assert not (tmp_path / "out").exists()
     code = cli.main([*argv[:-1], "--model", "elmo", "--data-parallel"])
-    assert code == 2 and "train --model bert or gpt" in capsys.readouterr().err
+    assert code == 2 and "applies to --model bert or gpt only" in capsys.readouterr().err

@@ -1,14 +1,18 @@
 """`kbl pretrain --model gpt` and `--model elmo` end to end on a small corpus: outputs, exact
-resume, the preset, the count baselines' targets, and flags that belong to BERT only."""
+resume, the preset, GPT's output bias (log-unigram start, off, runs from before it), the count
+baselines' targets, and flags that belong to BERT only."""
 
+import json
 import os
 
+import keras
 import numpy as np
 import pytest
 
 from keras_bert_lab.cli import main
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.recipes.language_model import LanguageModelSettings, run
+from tests.conftest import to_numpy
 from tests.markers import recipe_resume
 from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
 
@@ -21,10 +25,31 @@ def settings_for(corpus, **overrides):
     return LanguageModelSettings(**fields)
 
 
+class BiasAtStart(keras.callbacks.Callback):
+    """Keeps the LM-head bias as it is when training first begins."""
+
+    def on_train_begin(self, logs=None):
+        if not hasattr(self, "bias"):
+            self.bias = to_numpy(self.model.lm_head.bias)
+
+
+def training_ids(corpus, tokenizer_dir):
+    """The training stream's ids, tokenized again sentence by sentence with the run's BPE."""
+    from keras_bert_lab.data.corpora import load_corpus
+    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+
+    tokenizer = BytePairTokenizer.from_directory(tokenizer_dir)
+    sentences = [s for document in load_corpus(corpus).documents for s in document]
+    return np.concatenate([np.asarray(row, "int64") for row in tokenizer.encode(sentences)])
+
+
 def test_gpt_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
+    """Also: the LM-head bias (on by default) starts at the add-one log unigram of the training
+    ids, and trains from there."""
     settings = settings_for(corpus_file)
     unbroken = str(tmp_path / "unbroken")
-    metrics = run(settings, unbroken, verbose=0)
+    start = BiasAtStart()
+    metrics = run(settings, unbroken, verbose=0, callbacks=[start])
     for name in ("settings.json", "log.csv", "curves.png", "metrics.json", "tokenizer/merges.txt",
                  "preset/config.json", "preset/merges.txt", "preset/vocab.txt"):
         assert os.path.exists(os.path.join(unbroken, name)), name
@@ -34,6 +59,39 @@ def test_gpt_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
     from keras_bert_lab.tasks.causal_lm import GPTCausalLM
     lm = GPTCausalLM.from_preset(os.path.join(unbroken, "preset"))
     assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
+    ids = training_ids(corpus_file, os.path.join(unbroken, "tokenizer"))
+    assert len(ids) == metrics["train_tokens"]
+    counts = np.bincount(ids, minlength=metrics["vocabulary_size"]) + 1.0
+    np.testing.assert_allclose(start.bias, np.log(counts / counts.sum()), atol=1e-5, rtol=0)
+    trained = to_numpy(lm.lm_head.bias)
+    assert lm.output_bias and 1e-4 < np.abs(trained - start.bias).max() < 1.0
+    stored = json.loads(open(os.path.join(unbroken, "settings.json")).read())
+    assert stored["output_bias"] is True
+
+
+def test_no_output_bias_and_runs_from_before_it(corpus_file, tmp_path):  # noqa: F811
+    """``output_bias=False`` (--no-output-bias) trains GPT-1 exactly: no bias in the model or
+    the preset. A run whose settings.json predates the field trained without the bias, and
+    resumes with today's settings without it."""
+    from keras_bert_lab.presets import read_preset
+    from keras_bert_lab.tasks.causal_lm import GPTCausalLM
+
+    with pytest.raises(ConfigError, match="output_bias must be true or false"):
+        settings_for(corpus_file, output_bias="false")
+    output, short = tmp_path / "plain", dict(steps=2, eval_corpus=None)   # no held-out pass
+    run(settings_for(corpus_file, output_bias=False, **short), str(output), verbose=0)
+    stored = json.loads((output / "settings.json").read_text())
+    assert stored["output_bias"] is False
+    assert GPTCausalLM.from_preset(output / "preset").lm_head.bias is None
+    assert not [n for n in read_preset(output / "preset").weights() if n.startswith("task/")]
+    del stored["output_bias"]   # as an older keras_bert_lab wrote it
+    (output / "settings.json").write_text(json.dumps(stored))
+    with pytest.raises(TrainingError, match="different settings"):   # other settings still count
+        run(settings_for(corpus_file, steps=3, eval_corpus=None), str(output), resume=True,
+            verbose=0)
+    run(settings_for(corpus_file, **short), str(output), resume=True, verbose=0)
+    assert "output_bias" not in json.loads((output / "settings.json").read_text())
+    assert GPTCausalLM.from_preset(output / "preset").lm_head.bias is None
 
 
 @recipe_resume
@@ -50,6 +108,30 @@ def test_gpt_run_resumes_exactly(corpus_file, tmp_path):  # noqa: F811
     assert name_a == name_b == "ckpt-00000008"
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ([], True), (["--no-output-bias"], False), (["--output-bias"], True),
+    (["--output-bias", "false"], False), (["--output-bias", "true"], True)])
+def test_output_bias_flags(flags, expected):
+    import argparse
+
+    from keras_bert_lab.recipes import pretrain
+
+    parser = argparse.ArgumentParser()
+    pretrain.add_arguments(parser)
+    args = parser.parse_args(["--model", "gpt", "--output", "x", *flags])
+    assert pretrain._language_model_settings(args).output_bias is expected
+
+
+def test_output_bias_flags_are_strict(corpus_file, tmp_path, capsys):  # noqa: F811
+    base = ["pretrain", "--corpus", corpus_file, "--output", str(tmp_path / "x")]
+    with pytest.raises(SystemExit):   # an argparse error, as for every boolean flag
+        main([*base, "--model", "gpt", "--output-bias", "maybe"])
+    assert "'maybe' is not a boolean" in capsys.readouterr().err
+    assert main([*base, "--model", "elmo", "--no-output-bias"]) == 2
+    assert "--output-bias applies to --model gpt only" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
 
 
 def test_bert_only_flags_are_refused_for_gpt(corpus_file, tmp_path, capsys):  # noqa: F811

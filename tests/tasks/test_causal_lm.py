@@ -179,3 +179,58 @@ def test_config_keras_file_and_preset(lm, tmp_path):
     np.testing.assert_allclose(predict(loaded, x), expected, atol=1e-6)
     assert loaded.preset_info.merges == ("t 1", "t1 0")
     assert lm.count_params() == CONFIG.num_parameters()  # the tied head adds no weight
+    assert lm.get_config()["output_bias"] is False
+
+
+# ---- the optional output bias (issue 15: off is GPT-1 exactly) ---------------------------------
+def biased_twin(lm, seed=0):
+    """A ``GPTCausalLM(output_bias=True)`` on ``lm``'s own backbone, with a random bias (V,)."""
+    model = GPTCausalLM(lm.backbone, output_bias=True)
+    bias = np.random.default_rng(seed).normal(0.0, 3.0, CONFIG.vocab_size).astype("float32")
+    model.lm_head.bias.assign(bias)
+    return model, bias
+
+
+def test_output_bias_adds_to_transformers_logits(lm, hf):
+    """With the bias: transformers' (bias-free) logits plus the bias; without: no weight."""
+    import torch
+
+    model, bias = biased_twin(lm)
+    tokens = np.array([[5, 6, 7, 8, 9], [10, 11, 12, 13, 14]])
+    with torch.no_grad():
+        reference = hf(torch.tensor(tokens)).logits.numpy()
+    np.testing.assert_allclose(logits_of(model, tokens), reference + bias, atol=1e-4, rtol=0)
+    assert lm.lm_head.bias is None and not lm.lm_head.use_bias
+    assert model.count_params() == CONFIG.num_parameters() + CONFIG.vocab_size
+    out = model.generate(PROMPTS, max_length=L)["token_ids"]  # generation scores with the bias
+    for row, prompt in enumerate(PROMPTS):
+        logits = logits_of(model, out[row:row + 1])[0]
+        for i in range(len(prompt), L):
+            assert out[row, i] == logits[i - 1].argmax()
+    assert not np.array_equal(out, lm.generate(PROMPTS, max_length=L)["token_ids"])
+
+
+def test_output_bias_trains_and_round_trips(tmp_path):
+    rows = np.random.default_rng(1).integers(0, CONFIG.vocab_size, (4, 12)).astype("int32")
+    x, y, w = next_token_batch(rows, np.ones_like(rows))
+    keras.utils.set_random_seed(0)
+    model, start = biased_twin(GPTCausalLM(GPTBackbone(CONFIG)), seed=2)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    model.fit(x, y, sample_weight=w, epochs=2, verbose=0)
+    trained = to_numpy(model.lm_head.bias)
+    assert np.abs(trained - start).max() > 1e-3   # the bias is a trained weight
+    assert model.get_config()["output_bias"] is True
+    again = GPTCausalLM.from_config(model.get_config())
+    assert again.get_config() == model.get_config() and again.lm_head.use_bias
+    expected = predict(model, x)
+    model.save(tmp_path / "lm.keras")
+    restored = keras.saving.load_model(tmp_path / "lm.keras")
+    np.testing.assert_array_equal(to_numpy(restored.lm_head.bias), trained)
+    np.testing.assert_allclose(predict(restored, x), expected, atol=1e-5)
+    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    preset = model.save_to_preset(tmp_path / "preset", vocabulary=vocab, merges=["t 1"])
+    loaded = GPTCausalLM.from_preset(preset)
+    assert loaded.output_bias and loaded.get_config()["output_bias"] is True
+    np.testing.assert_array_equal(to_numpy(loaded.lm_head.bias), trained)
+    np.testing.assert_allclose(predict(loaded, x), expected, atol=1e-5)
+    assert GPTCausalLM.from_preset(preset, output_bias=False).lm_head.bias is None

@@ -17,6 +17,10 @@ block ``attn/c_attn/w`` ``(1, H, 3H)``, ``b``, ``attn/c_proj/w``, ``b``, ``ln_1/
 Face's, named by the TF scopes. ``encoder_bpe_40000.json`` maps tokens to ids and
 ``vocab_40000.bpe`` lists the merges. The number of heads is not recorded (12 in the release).
 
+Neither format has an LM-head bias: imports make ``GPTCausalLM(output_bias=False)`` presets, and
+exporting a model whose head has a bias (``output_bias=True``, the default of ``kbl pretrain
+--model gpt``) raises ``PresetError`` rather than silently dropping it.
+
 Example:
 >>> config = config_from_hf({"vocab_size": 8, "n_embd": 4, "n_layer": 1, "n_head": 2,
 ...                          "n_positions": 16})
@@ -39,7 +43,9 @@ from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets.convert.tensor_files import read_state_dict, write_safetensors
 
 CAUSAL_LM = {"class_name": "GPTCausalLM", "module": "keras_bert_lab.tasks.causal_lm",
-             "config": {}}
+             "config": {"output_bias": False}}
+# The preset name of GPTCausalLM's optional output bias, which OpenAIGPTLMHeadModel lacks.
+LM_HEAD_BIAS = "task/lm_head/bias"
 # Keys with no weight of their own here: buffers, and the LM head tied to the token embedding.
 _IGNORED_SUFFIXES = (".attn.bias", "position_ids", "lm_head.weight")
 _BLOCK_PARAMETERS = ("attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
@@ -179,6 +185,11 @@ def weights_from_hf(state_dict, config, allow_partial=False):
 def weights_to_hf(weights, config, prefix="", lm_head=False):
     """Preset weights as a Hugging Face state dict (name → float32 array); ``lm_head`` also
     writes ``lm_head.weight``, the tied copy ``OpenAIGPTLMHeadModel.state_dict()`` holds."""
+    if LM_HEAD_BIAS in weights:
+        raise PresetError("This model's LM head has an output bias (GPTCausalLM(output_bias="
+                          "True), the default of kbl pretrain --model gpt), which transformers' "
+                          "OpenAIGPTLMHeadModel lacks: exporting would silently change its "
+                          "predictions. Pretrain with --no-output-bias to get an exportable GPT.")
     out = {}
     for row in weight_table(config, prefix=prefix):
         if row.name not in weights:
