@@ -128,16 +128,7 @@ tutorial.table("fixture_parity", ["what", "compared with the original's", "value
 
 # %%
 work = tutorial.work / "bilm"
-corpus, eval_corpus = "wikitext2", "wikitext2:valid"
-if tutorial.smoke:   # a few articles, so that reading the corpus takes no time
-    def slice_corpus(name, count, path):
-        documents = load_corpus(name).documents[:count]
-        path.write_text("\n\n".join("\n".join(d) for d in documents) + "\n", encoding="utf-8")
-        return str(path)
-
-    corpus = slice_corpus("wikitext2", SIZE["train_documents"], tutorial.work / "train.txt")
-    eval_corpus = slice_corpus("wikitext2:valid", SIZE["valid_documents"],
-                               tutorial.work / "valid.txt")
+corpus, eval_corpus = tutorial.corpora(SIZE["train_documents"], SIZE["valid_documents"])
 settings = elmo_pretrain.ElmoPretrainSettings(
     corpus=corpus, eval_corpus=eval_corpus, size=SIZE["model"], steps=SIZE["steps"],
     batch_size=SIZE["batch"], sequence_length=SIZE["length"], eval_batches=SIZE["eval_batches"],

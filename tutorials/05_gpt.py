@@ -38,7 +38,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from keras_bert_lab import GPTBackbone, GPTCausalLM, GPTClassifier, GPTMultipleChoice
-from keras_bert_lab.data.corpora import load_corpus
 from keras_bert_lab.data.labelled import load_dataset
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.pipelines.batches import batches
@@ -70,16 +69,7 @@ print(SIZE)
 
 # %%
 work = tutorial.work / "gpt"
-corpus, eval_corpus = "wikitext2", "wikitext2:valid"
-if tutorial.smoke:   # a few articles, so that reading the corpus takes no time
-    def slice_corpus(name, count, path):
-        documents = load_corpus(name).documents[:count]
-        path.write_text("\n\n".join("\n".join(d) for d in documents) + "\n", encoding="utf-8")
-        return str(path)
-
-    corpus = slice_corpus("wikitext2", SIZE["train_documents"], tutorial.work / "train.txt")
-    eval_corpus = slice_corpus("wikitext2:valid", SIZE["valid_documents"],
-                               tutorial.work / "valid.txt")
+corpus, eval_corpus = tutorial.corpora(SIZE["train_documents"], SIZE["valid_documents"])
 settings = language_model.LanguageModelSettings(
     corpus=corpus, eval_corpus=eval_corpus, size=SIZE["model"], steps=SIZE["steps"],
     batch_size=SIZE["batch"], sequence_length=SIZE["length"], bpe_merges=SIZE["merges"],

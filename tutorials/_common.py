@@ -137,6 +137,23 @@ class Tutorial:
         figure.savefig(path, dpi=100, bbox_inches="tight")
         return path
 
+    def corpora(self, train_documents, valid_documents):
+        """``(corpus, eval_corpus)`` for a pretraining recipe: WikiText-2's train and valid
+        splits in full mode; in smoke mode files holding their first few documents (so that
+        reading the corpus takes no time)."""
+        if not self.smoke:
+            return "wikitext2", "wikitext2:valid"
+        from keras_bert_lab.data.corpora import load_corpus
+
+        paths = []
+        for name, count in (("wikitext2", train_documents), ("wikitext2:valid", valid_documents)):
+            path = self.work / f"{name.replace(':', '_')}_{count}.txt"
+            documents = load_corpus(name).documents[:count]
+            path.write_text("\n\n".join("\n".join(d) for d in documents) + "\n",
+                            encoding="utf-8")
+            paths.append(str(path))
+        return tuple(paths)
+
     def eager_in_smoke(self):
         """In smoke mode on TensorFlow, run ``fit`` steps eagerly: a step or two per model
         would take longer to compile into a graph than to run (the numbers do not change)."""
