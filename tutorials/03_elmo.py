@@ -133,16 +133,7 @@ settings = elmo_pretrain.ElmoPretrainSettings(
     corpus=corpus, eval_corpus=eval_corpus, size=SIZE["model"], steps=SIZE["steps"],
     batch_size=SIZE["batch"], sequence_length=SIZE["length"], eval_batches=SIZE["eval_batches"],
     eval_every=SIZE["steps"], log_every=max(1, SIZE["steps"] // 14), checkpoint_every=10_000)
-cached = (work / "metrics.json").is_file() and (work / "preset").is_dir() and \
-    json.loads((work / "settings.json").read_text()) == settings.to_dict()
-began = time.time()
-if not cached:
-    metrics = elmo_pretrain.run(settings, str(work), overwrite=True, verbose=0)
-    print(f"pretrained in {time.time() - began:.0f} s")
-else:
-    metrics = json.loads((work / "metrics.json").read_text())
-    print(f"reusing the biLM trained by an earlier run in {work} (it took "
-          f"{metrics['seconds']:.0f} s); delete the folder to train again")
+metrics = tutorial.pretrained(elmo_pretrain.run, settings, work, "biLM")
 lm = ElmoLanguageModel.from_preset(str(work / "preset"))
 vocabulary = (work / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
 bilm = lm.backbone

@@ -28,7 +28,6 @@ import _common
 tutorial = _common.start("05_gpt", data=["wikitext2", "rotten_tomatoes"])
 
 # %%
-import json
 import shutil
 import time
 
@@ -75,16 +74,7 @@ settings = language_model.LanguageModelSettings(
     batch_size=SIZE["batch"], sequence_length=SIZE["length"], bpe_merges=SIZE["merges"],
     learning_rate=1e-3, eval_batches=SIZE["eval_batches"], eval_every=SIZE["steps"],
     log_every=max(1, SIZE["steps"] // 20), checkpoint_every=10_000)
-cached = (work / "metrics.json").is_file() and (work / "preset").is_dir() and \
-    json.loads((work / "settings.json").read_text()) == settings.to_dict()
-began = time.time()
-if not cached:
-    metrics = language_model.run(settings, str(work), overwrite=True, verbose=0)
-    print(f"pretrained in {time.time() - began:.0f} s")
-else:
-    metrics = json.loads((work / "metrics.json").read_text())
-    print(f"reusing the GPT trained by an earlier run in {work} (it took "
-          f"{metrics['seconds']:.0f} s); delete the folder to train again")
+metrics = tutorial.pretrained(language_model.run, settings, work, "GPT")
 preset = str(work / "preset")
 lm = GPTCausalLM.from_preset(preset)
 tokenizer = tokenizer_of(preset)

@@ -24,6 +24,7 @@ printed.
 
 import contextlib
 import html
+import json
 import os
 import pathlib
 import platform
@@ -153,6 +154,21 @@ class Tutorial:
                             encoding="utf-8")
             paths.append(str(path))
         return tuple(paths)
+
+    def pretrained(self, run, settings, folder, what):
+        """``run(settings, folder)`` of a pretraining recipe (its metrics), done once: a later
+        build with the same settings reuses the run already in ``folder``."""
+        folder = pathlib.Path(folder)
+        if (folder / "metrics.json").is_file() and (folder / "preset").is_dir() and \
+                json.loads((folder / "settings.json").read_text()) == settings.to_dict():
+            metrics = json.loads((folder / "metrics.json").read_text())
+            print(f"reusing the {what} trained by an earlier run in {folder} (it took "
+                  f"{metrics['seconds']:.0f} s); delete the folder to train again")
+            return metrics
+        began = time.time()
+        metrics = run(settings, str(folder), overwrite=True, verbose=0)
+        print(f"pretrained in {time.time() - began:.0f} s")
+        return metrics
 
     def eager_in_smoke(self):
         """In smoke mode on TensorFlow, run ``fit`` steps eagerly: a step or two per model

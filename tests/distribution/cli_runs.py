@@ -16,7 +16,6 @@ import os
 import sys
 import time
 
-import jax
 import numpy as np
 
 from keras_bert_lab import cli
@@ -85,7 +84,26 @@ def write_classification(folder):
     return paths
 
 
+def finetune_classify(scratch, preset, paths, name, flags, epochs):
+    """``kbl finetune classify`` of ``preset`` on :func:`write_classification`'s files with
+    ``flags``: its per-epoch metrics and how many test predictions it wrote."""
+    out = os.path.join(scratch, "classify-" + name.replace(" ", "_"))
+    code, error = kbl(["finetune", "classify", "--train", paths["train"], "--valid",
+                       paths["valid"], "--test", paths["valid"], "--preset", preset,
+                       "--output", out, "--epochs", str(epochs), "--batch-size", "8",
+                       "--sequence-length", "16", "--learning-rate", "1e-3", *flags])
+    assert code == 0, (name, error)
+    with open(os.path.join(out, "metrics.json")) as f:
+        metrics = json.load(f)
+    with open(os.path.join(out, "test_predictions.csv")) as f:
+        predictions = len(list(csv.DictReader(f)))
+    return {"epochs": metrics["epochs"], "predictions": predictions}
+
+
 def main(out_path, scratch):
+    import jax  # here: the TensorFlow child (mirrored_runs) imports this module's helpers
+
+
     assert jax.device_count() == 8, f"{jax.device_count()} devices: set XLA_FLAGS before jax"
     started = time.time()
     corpus, vocab = write_corpus(scratch)
@@ -121,16 +139,8 @@ def main(out_path, scratch):
     for name, flags in (("1 device", []), ("data", ["--data-parallel"]),
                         ("model 4x2", ["--model-parallel", "4x2"])):
         start = time.time()
-        out = os.path.join(scratch, "classify-" + name.replace(" ", "_"))
-        code, error = kbl(["finetune", "classify", "--train", paths["train"], "--valid",
-                           paths["valid"], "--test", paths["valid"], "--preset", preset,
-                           "--output", out, "--epochs", "1", "--batch-size", "8",
-                           "--sequence-length", "16", "--learning-rate", "1e-3", *flags])
-        assert code == 0, (name, error)
-        metrics = json.load(open(os.path.join(out, "metrics.json")))
-        with open(os.path.join(out, "test_predictions.csv")) as f:
-            predictions = len(list(csv.DictReader(f)))
-        result["finetune"][name] = {"epochs": metrics["epochs"], "predictions": predictions}
+        result["finetune"][name] = finetune_classify(scratch, preset, paths, name, flags,
+                                                     epochs=1)
         result["seconds"]["classify " + name] = round(time.time() - start, 1)
     bad = {"batch": (["--data-parallel"], 6), "mesh": (["--model-parallel", "3x2"], 8),
            "heads": (["--model-parallel", "2x4"], 8),

@@ -11,8 +11,8 @@ import json
 import os
 import sys
 
-from tests.distribution.cli_runs import (SPECIALS, kbl, pretrain_args, rows,
-                                         write_classification, write_corpus)
+from tests.distribution.cli_runs import (SPECIALS, finetune_classify, kbl, pretrain_args,
+                                         rows, write_classification, write_corpus)
 
 
 def api_losses(config, preset):
@@ -58,16 +58,8 @@ def main(out_path, scratch):
     paths = write_classification(scratch)
     result = {"finetune": {}}
     for name, flags in (("1 device", []), ("mirrored", ["--data-parallel"])):
-        out = os.path.join(scratch, "classify-" + name.replace(" ", "_"))
-        code, error = kbl(["finetune", "classify", "--train", paths["train"], "--valid",
-                           paths["valid"], "--test", paths["valid"], "--preset", preset,
-                           "--output", out, "--epochs", "2", "--batch-size", "8",
-                           "--sequence-length", "16", "--learning-rate", "1e-3", *flags])
-        assert code == 0, (name, error)
-        metrics = json.load(open(os.path.join(out, "metrics.json")))
-        with open(os.path.join(out, "test_predictions.csv")) as f:
-            predictions = len(f.read().strip().splitlines()) - 1
-        result["finetune"][name] = {"epochs": metrics["epochs"], "predictions": predictions}
+        result["finetune"][name] = finetune_classify(scratch, preset, paths, name, flags,
+                                                     epochs=2)
     result["api"] = api_losses(config, preset)
     out = os.path.join(scratch, "pretrain")
     code, error = kbl(pretrain_args(corpus, vocab, out, steps=4, every=2) + ["--data-parallel"])
