@@ -10,6 +10,7 @@ and resumes that run on one device, and tries a batch that does not split.
 import json
 import os
 import sys
+import time
 
 from tests.distribution.cli_runs import (SPECIALS, finetune_classify, kbl, pretrain_args,
                                          rows, write_classification, write_corpus)
@@ -56,11 +57,16 @@ def main(out_path, scratch):
     BertBackbone(config).save_to_preset(preset,
                                         vocabulary=SPECIALS + [f"w{i}" for i in range(295)])
     paths = write_classification(scratch)
-    result = {"finetune": {}}
+    result = {"finetune": {}, "seconds": {}}
     for name, flags in (("1 device", []), ("mirrored", ["--data-parallel"])):
+        start = time.time()
         result["finetune"][name] = finetune_classify(scratch, preset, paths, name, flags,
                                                      epochs=2)
+        result["seconds"]["classify " + name] = round(time.time() - start, 1)
+    start = time.time()
     result["api"] = api_losses(config, preset)
+    result["seconds"]["api"] = round(time.time() - start, 1)
+    start = time.time()
     out = os.path.join(scratch, "pretrain")
     code, error = kbl(pretrain_args(corpus, vocab, out, steps=4, every=2) + ["--data-parallel"])
     result["pretrain"] = {"code": code, "error": error, "log": rows(os.path.join(out, "log.csv"))
@@ -73,6 +79,7 @@ def main(out_path, scratch):
                       + ["--data-parallel"])
     result["bad_batch"] = {"code": code, "error": error,
                            "wrote": os.path.exists(os.path.join(scratch, "bad"))}
+    result["seconds"]["pretrain, resume, bad batch"] = round(time.time() - start, 1)
     with open(out_path, "w") as f:
         json.dump(result, f, indent=1)
 
