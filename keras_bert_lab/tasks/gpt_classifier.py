@@ -43,15 +43,19 @@ class LastTokenState(keras.layers.Layer):
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class AuxiliaryLMLoss(keras.layers.Layer):
     """Adds ``weight ×`` the next-token cross-entropy of the rows to the model's losses in
-    training (GPT-1's ``λ·L1``), through the tied embedding; returns ``hidden`` unchanged."""
+    training (GPT-1's ``λ·L1``), through the tied embedding; returns ``hidden`` unchanged.
+    ``use_bias``: the LM head has an output bias (a backbone pretrained with one, see
+    ``GPTCausalLM(output_bias=True)``, predicts through it)."""
 
-    def __init__(self, token_embedding, weight=0.5, **kwargs):
+    def __init__(self, token_embedding, weight=0.5, use_bias=False, **kwargs):
         super().__init__(**kwargs)
-        self.weight = weight
-        self.lm_head = TiedLMHead(token_embedding, dtype=self.dtype_policy, name="lm_head")
+        self.weight, self.use_bias = weight, bool(use_bias)
+        self.lm_head = TiedLMHead(token_embedding, use_bias=use_bias, dtype=self.dtype_policy,
+                                  name="lm_head")
 
-    def build(self, *shapes):
-        self.built = True   # no weights of its own: the head reads the tied embedding
+    def build(self, hidden_shape, *shapes):
+        self.lm_head.build(hidden_shape)   # the bias, if any; the kernel is the tied embedding
+        self.built = True
 
     def call(self, hidden, token_ids, padding_mask, training=None):
         if training and self.weight > 0:
@@ -66,11 +70,11 @@ class AuxiliaryLMLoss(keras.layers.Layer):
     def compute_output_shape(self, hidden_shape, *args):
         return hidden_shape
 
-    def get_config(self):
-        return {**super().get_config(), "weight": self.weight}  # the embedding: from the task
+    def get_config(self):  # the embedding: from the task
+        return {**super().get_config(), "weight": self.weight, "use_bias": self.use_bias}
 
 
-def extract_states(backbone, inputs, lm_loss_weight, sequences):
+def extract_states(backbone, inputs, lm_loss_weight, sequences, lm_output_bias=False):
     """``(states (B·S, H), layers)``: fold ``S`` sequences into rows, run the backbone (adding
     the auxiliary LM loss when ``lm_loss_weight``), take each row's extract state. ``layers`` are
     the new layers by attribute name (set on the task after ``Model.__init__``, as torch needs)."""
@@ -81,6 +85,7 @@ def extract_states(backbone, inputs, lm_loss_weight, sequences):
     hidden = backbone(rows)["sequence_output"]                                    # (B·S, T, H)
     if lm_loss_weight:
         layers["auxiliary_lm"] = AuxiliaryLMLoss(backbone.token_embedding, lm_loss_weight,
+                                                 use_bias=lm_output_bias,
                                                  dtype=backbone.dtype_policy, name="auxiliary_lm")
         hidden = layers["auxiliary_lm"](hidden, rows["token_ids"], rows["padding_mask"])
     return layers["last_token"](hidden, rows["padding_mask"]), layers                 # (B·S, H)
@@ -90,6 +95,32 @@ class _GPTHead(Task):
     """What the GPT heads share: the backbone class, the linear layer, compile defaults."""
 
     backbone_class = GPTBackbone
+
+    @classmethod
+    def preset_defaults(cls, preset):
+        """A ``GPTCausalLM`` preset pretrained with an output bias gives the auxiliary LM head
+        one (filled from the preset by :meth:`from_preset`)."""
+        stored = preset.task or {}
+        return {"lm_output_bias": stored.get("class_name") == "GPTCausalLM"
+                and bool(stored.get("config", {}).get("output_bias"))}
+
+    @classmethod
+    def from_preset(cls, preset, *args, **kwargs):
+        """As ``Task.from_preset``; from a ``GPTCausalLM`` preset with an output bias, the
+        auxiliary LM head starts from that pretrained bias (not from zeros, which would score
+        the LM loss as if the model had never learned the unigram)."""
+        from keras_bert_lab.presets import registry
+        from keras_bert_lab.presets.weights import read_weights
+
+        model = super().from_preset(preset, *args, **kwargs)
+        head = model.auxiliary_lm.lm_head if model.auxiliary_lm is not None else None
+        info = registry.read_preset(preset, verify=False)
+        if head is not None and head.bias is not None and \
+                (info.task or {}).get("class_name") == "GPTCausalLM":
+            bias = read_weights(info.weights_path).get("task/lm_head/bias")
+            if bias is not None:
+                head.bias.assign(bias)
+        return model
 
     def _dense(self, backbone, units, dropout):
         rate = backbone.config.dropout if dropout is None else float(dropout)
@@ -130,6 +161,8 @@ class GPTClassifier(_GPTHead):
         num_sequences: 1, or 2 for the similarity transformation.
         lm_loss_weight: ``λ`` of the auxiliary language-model loss (GPT-1: 0.5; 0 = off).
         dropout: before the linear layer; default the backbone's dropout (GPT-1: 0.1).
+        lm_output_bias: the auxiliary LM head adds an output bias; ``from_preset`` sets it, and
+            fills it, for a ``GPTCausalLM`` preset pretrained with one.
 
     Example:
     >>> import numpy as np
@@ -143,13 +176,14 @@ class GPTClassifier(_GPTHead):
     """
 
     def __init__(self, backbone, num_classes, num_sequences=1, lm_loss_weight=0.0, dropout=None,
-                 **kwargs):
+                 lm_output_bias=False, **kwargs):
         if int(num_classes) < 1 or int(num_sequences) not in (1, 2):
             raise ConfigError(f"num_classes={num_classes} must be ≥ 1 and num_sequences="
                               f"{num_sequences} 1 (one sequence) or 2 (similarity: both orders).")
         shape = (None,) if num_sequences == 1 else (num_sequences, None)
         inputs = {name: keras.Input(shape=shape, dtype="int32", name=name) for name in INPUT_NAMES}
-        states, layers = extract_states(backbone, inputs, lm_loss_weight, num_sequences > 1)
+        states, layers = extract_states(backbone, inputs, lm_loss_weight, num_sequences > 1,
+                                        lm_output_bias)
         if num_sequences > 1:   # (B·2, H) -> (B, H): the two orders' states added (Figure 1)
             states = ops.sum(ops.reshape(states, (-1, num_sequences, states.shape[-1])), axis=1)
         head_dropout, head = self._dense(backbone, int(num_classes), dropout)
@@ -160,11 +194,12 @@ class GPTClassifier(_GPTHead):
         self.classifier_dropout, self.classifier = head_dropout, head
         self.num_classes, self.num_sequences = int(num_classes), int(num_sequences)
         self.lm_loss_weight, self.dropout = lm_loss_weight, dropout
+        self.lm_output_bias = bool(lm_output_bias)
 
     def get_config(self):
         return {**super().get_config(), "num_classes": self.num_classes,
                 "num_sequences": self.num_sequences, "lm_loss_weight": self.lm_loss_weight,
-                "dropout": self.dropout}
+                "dropout": self.dropout, "lm_output_bias": self.lm_output_bias}
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -176,7 +211,8 @@ class GPTMultipleChoice(_GPTHead):
     the extract state), which the same weights reproduce.
 
     Args:
-        backbone: a ``GPTBackbone``. lm_loss_weight: ``λ`` (0 = off). dropout: as above.
+        backbone: a ``GPTBackbone``. lm_loss_weight: ``λ`` (0 = off). dropout,
+        lm_output_bias: as above.
 
     Example:
     >>> import numpy as np
@@ -189,10 +225,12 @@ class GPTMultipleChoice(_GPTHead):
     (1, 2)
     """
 
-    def __init__(self, backbone, lm_loss_weight=0.0, dropout=None, **kwargs):
+    def __init__(self, backbone, lm_loss_weight=0.0, dropout=None, lm_output_bias=False,
+                 **kwargs):
         inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}                                        # (B, C, T)
-        states, layers = extract_states(backbone, inputs, lm_loss_weight, True)  # (B·C, H)
+        states, layers = extract_states(backbone, inputs, lm_loss_weight, True,
+                                        lm_output_bias)                           # (B·C, H)
         head_dropout, head = self._dense(backbone, 1, dropout)
         scores = ops.cast(head(head_dropout(states)), "float32")                 # (B·C, 1)
         unfold = UnfoldChoices(name="unfold_choices")
@@ -203,7 +241,8 @@ class GPTMultipleChoice(_GPTHead):
         self.unfold_choices = unfold
         self.classifier_dropout, self.classifier = head_dropout, head
         self.lm_loss_weight, self.dropout = lm_loss_weight, dropout
+        self.lm_output_bias = bool(lm_output_bias)
 
     def get_config(self):
         return {**super().get_config(), "lm_loss_weight": self.lm_loss_weight,
-                "dropout": self.dropout}
+                "dropout": self.dropout, "lm_output_bias": self.lm_output_bias}

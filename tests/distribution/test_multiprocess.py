@@ -25,7 +25,7 @@ from tests.distribution.cli_runs import pretrain_args, rows, write_corpus
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-5  # relative, on every logged loss
-STEPS = 20
+STEPS = 10
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax",
                                 reason="JAX's multi-process runtime; runs once")
 

@@ -73,6 +73,38 @@ def test_auxiliary_lm_loss_adds_lambda_times_the_lm_loss():
         float(to_numpy(classification)), rel=1e-5)
 
 
+def test_auxiliary_lm_head_keeps_a_pretrained_output_bias(tmp_path):
+    """From a GPTCausalLM preset pretrained with an output bias, the auxiliary LM loss is that
+    language model's loss (bias included), and the fine-tuned preset keeps the bias."""
+    pretrained = GPTCausalLM(GPTBackbone(CONFIG), output_bias=True)
+    bias = np.random.default_rng(3).normal(0, 2, CONFIG.vocab_size).astype("float32")
+    pretrained.lm_head.bias.assign(bias)
+    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    preset = pretrained.save_to_preset(tmp_path / "lm", vocabulary=vocab, merges=["t 1"])
+    ids, mask = rows(4, 10, [10, 6, 8, 4], seed=1)
+    x, labels = {"token_ids": ids, "padding_mask": mask}, np.array([0, 2, 1, 2])
+    lm_x, lm_y, lm_w = next_token_batch(ids, mask)
+    lm_loss = float(to_numpy(keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="mean_with_sample_weight")(
+            lm_y, pretrained(lm_x), sample_weight=lm_w)))
+    model = GPTClassifier.from_preset(preset, num_classes=3, lm_loss_weight=0.5)
+    assert model.lm_output_bias
+    np.testing.assert_array_equal(to_numpy(model.auxiliary_lm.lm_head.bias), bias)
+    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    classification = float(to_numpy(keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True)(labels, model(x))))
+    got = model.train_on_batch(x, labels, return_dict=True)["loss"]
+    assert got == pytest.approx(classification + 0.5 * lm_loss, rel=1e-5)
+    choice = GPTMultipleChoice.from_preset(preset, lm_loss_weight=0.5)
+    np.testing.assert_array_equal(to_numpy(choice.auxiliary_lm.lm_head.bias), bias)
+    again = GPTClassifier.from_preset(model.save_to_preset(tmp_path / "clf", vocabulary=vocab,
+                                                           merges=["t 1"]))
+    assert again.lm_output_bias and again.lm_loss_weight == 0.5
+    np.testing.assert_array_equal(to_numpy(again.auxiliary_lm.lm_head.bias), bias)
+    assert GPTClassifier.from_preset(preset, num_classes=3, lm_loss_weight=0.5,
+                                     lm_output_bias=False).auxiliary_lm.lm_head.bias is None
+
+
 def test_similarity_is_symmetric_and_padding_changes_nothing(tmp_path):
     model = GPTClassifier(GPTBackbone(CONFIG), num_classes=1, num_sequences=2)
     ids, mask = rows(4, 10, [10, 7, 7, 10], seed=2)
