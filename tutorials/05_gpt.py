@@ -324,45 +324,40 @@ tutorial.finish()
 # %% [markdown]
 # ## What the full run showed
 #
-# The full run (`KERAS_BACKEND=tensorflow`, wall time 619 s on the 2-core AMD EPYC printed above,
-# 624 s in `tutorials/build.py`'s record, the cores shared with a test suite: load ≈ 5) printed:
+# The full run (`KERAS_BACKEND=tensorflow`, wall time 344 s on the 2-core AMD EPYC printed above,
+# 348 s in `tutorials/build.py`'s record, the machine otherwise idle; 2026-12-01) printed:
 #
-# - **Pretraining.** GPT-mini (4 layers, 256 wide, 4,717,056 weights with a 5,574-token BPE of
-#   4,000 merges) trained for 220 steps of 32 × 64 tokens in 290 s: 450,560 tokens, about a
-#   sixth of WikiText-2's 2,881,013. Held-out perplexity 914.5 per BPE token (next-token accuracy
-#   0.0470), against 90.4 for the Kneser-Ney trigram on the same 40,960 tokens.
+# - **Pretraining.** GPT-mini (4 layers, 256 wide, 4,722,630 weights with a 5,574-token BPE of
+#   4,000 merges, the LM head's output bias included) trained for 220 steps of 32 × 64 tokens in
+#   175 s: 450,560 tokens, about a sixth of WikiText-2's 2,881,013. Held-out perplexity 308.1 per
+#   BPE token (next-token accuracy 0.143), against 90.4 for the Kneser-Ney trigram on the same
+#   40,960 tokens.
 # - **The causal mask, measured.** Replacing a later token changed no earlier state at all
-#   (largest change above the diagonal 0.00e+00, exactly zero). But the figure shows
-#   something else too: on and below the diagonal the changes are tiny as well — the colour bar
-#   tops out near 4e-6 (relative), and the run printed 0.000 for the smallest. After 220 steps
-#   the last layer's state hardly depends on the text at all.
-# - **Generation.** Greedy decoding repeats "the" after every prompt; top-k (k = 40) strings
-#   together frequent tokens ("the , is " his @ to …"); top-p (0.9) reaches into rarer pieces
-#   and glues fragments into non-words.
+#   (largest change above the diagonal 0.00e+00, exactly zero), while on and below the diagonal
+#   every state moved (relative changes from 1.6e-2 to 1.5): the last layer now depends on the
+#   text it may see, and only on that.
+# - **Generation.** Greedy decoding falls into a loop ("… the first first first first , and the
+#   first first …") after every prompt, the usual fate of greedy search on a weak model; top-k
+#   (k = 40) writes locally plausible runs of words ("the first season of the time", "in the
+#   united united states"); top-p (0.9) reaches into rarer pieces and glues fragments into
+#   non-words ("canenore", "proyoung").
 # - **The four transformations** build 1, 1, 2 and 2 sequences of 64 tokens and give outputs
 #   (1, 2), (1, 3), (1, 1) and (1, 2), as GPT-1's Figure 1 draws them.
-# - **Fine-tuning on Rotten Tomatoes** (1,024 snippets, 96 steps, 500 validation snippets):
-#   pretrained 0.4960, from scratch 0.5220 (best epoch), the majority class 0.5040 — both at
-#   chance.
+# - **Fine-tuning on Rotten Tomatoes** (1,024 snippets, 96 steps, λ = 0.5, 500 validation
+#   snippets): pretrained 0.5120 (best epoch), from scratch 0.5220, the majority class 0.5040 —
+#   both at chance.
 #
-# At this scale the story does not show, and the numbers say why. After 220 steps the language
-# model is far behind the count-based trigram (914.5 against 90.4), and the measured mask says
-# what it learnt: a last-layer state that is nearly the same whatever the text, i.e. one
-# distribution of frequent tokens for every position (next-token accuracy 0.047; greedy
-# decoding writes "the" forever). Such a model has nothing to hand a classifier — its
-# fine-tuning is no better than a random start. (Since this run, the collapse has been traced:
-# transformers' GPT-1 collapses identically on the same batches from the same weights; GPT-1's
-# tied output layer has no bias, so the stack builds one shared "frequent words" direction that
-# drowns the token signal. `kbl pretrain --model gpt` now starts an output bias at the log
-# unigram by default — 311.9 instead of 914 at these settings in the diagnosis runs,
-# `benchmarks/RESULTS.md` — so the next full run of this station uses it and its numbers will
-# replace the ones above.) GPT-1's pretraining saw over 100,000 times more tokens (100 epochs
-# of BooksCorpus, ~800M words) with a 12-layer, 768-wide model, and its fine-tuned SST-2
-# accuracy was 91.3 (the paper's Table 4). What *does* hold at any scale is the machinery: the
-# mask keeps the future out exactly, the cache-based generator, and one network serving four
-# task formats by rearranging the input. `benchmarks/RESULTS.md` ("GPT-mini on WikiText-2")
-# records a 400-step run in the same state (1,147 against 161); a run long enough to pass the
-# trigram is the missing piece. The Transformer-vs-LSTM comparison (GPT-mini against an
-# AWD-LSTM on the same wall-clock budget) is not in this station: the AWD-LSTM recipe reads
-# words and GPT reads BPE pieces, so a fair perplexity comparison needs both scored per word
-# on the same text, and neither model passes the trigram at a few minutes' budget.
+# What this scale shows, and what it does not. The left-to-right language model learns: in 175 s
+# it went from the unigram (where a GPT-1 head without an output bias stays: perplexity 914 at
+# these settings, `benchmarks/RESULTS.md`, "the output bias that stops the collapse") to 308,
+# and the measured mask shows states that depend on their left context and never on the right.
+# It is still far behind the count-based trigram (90.4): 450,560 tokens are a sixth of one
+# pass over WikiText-2. And what it learnt does not yet transfer: 96 fine-tuning steps on 1,024
+# snippets leave both the pretrained and the fresh network at chance. GPT-1's pretraining saw over
+# 100,000 times more tokens (100 epochs of BooksCorpus, ~800M words) with a 12-layer, 768-wide
+# model, and its fine-tuned SST-2 accuracy was 91.3 (the paper's Table 4). What holds at any
+# scale is the machinery: the mask keeps the future out exactly, the cache-based generator, and
+# one network serving four task formats by rearranging the input. The Transformer-vs-LSTM
+# comparison (GPT-mini against an AWD-LSTM on the same wall-clock budget) is not in this station:
+# the AWD-LSTM recipe reads words and GPT reads BPE pieces, so a fair perplexity comparison needs
+# both scored per word on the same text.
