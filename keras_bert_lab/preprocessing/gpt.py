@@ -13,6 +13,9 @@ packer follows too); a single text is cut at the end.
 
 Shapes: ``N`` examples, ``S`` rows per example (2 or ``C``), ``T`` tokens.
 
+Tagging (no transformation in the paper): ``[start] pieces``, each word's tag on its last piece
+(:class:`GPTTaggingPreprocessor`).
+
 Example:
 >>> from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
 >>> tokenizer = BytePairTokenizer(["a</w>", "b</w>", "c</w>", "a", "ab</w>"], ["a b</w>"])
@@ -29,7 +32,9 @@ Example:
 
 import numpy as np
 
+from keras_bert_lab.data.conll import check_labels
 from keras_bert_lab.errors import DataError
+from keras_bert_lab.preprocessing.tagging import AlignedTags, TaggingPreprocessor
 
 
 class GPTTaskPacker:
@@ -113,3 +118,69 @@ class GPTTaskPacker:
         packed = self._rows(rows)
         c = counts.pop() if counts else 0
         return {k: v.reshape(len(contexts), c, self.sequence_length) for k, v in packed.items()}
+
+
+class GPTTaggingPreprocessor(TaggingPreprocessor):
+    """Word-split sentences → ``[start] pieces`` rows for ``GPTTokenClassifier``; logits → tags.
+
+    GPT-1 has no tagging transformation; this is the natural one for a left-to-right model. The
+    row is ``_start_`` followed by every word's byte-pair pieces (each word encoded on its own,
+    so a piece knows its word), right-padded. A word's tag goes on its **last** piece: under the
+    causal mask only the last piece's state has read the whole word (BERT's first piece would
+    have seen none of the rest of it). Other positions get sample weight 0. A word that does not
+    fit, and every word after it, is cut (``truncated_words``) and predicted ``O``.
+
+    Args:
+        tokenizer: a ``BytePairTokenizer`` with GPT-1's special tokens.
+        labels: the label list (index = id).
+        sequence_length: ``T``, the start token included.
+
+    Example:
+    >>> from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+    >>> tokenizer = BytePairTokenizer(["a</w>", "b</w>", "c</w>", "a", "ab</w>"], ["a b</w>"])
+    >>> from keras_bert_lab.data.conll import TaggedSentence
+    >>> tagger = GPTTaggingPreprocessor(tokenizer, ["O", "B-X", "I-X"], sequence_length=6)
+    >>> data = tagger([TaggedSentence(["ab", "c", "a"], ["B-X", "O", "B-X"])])
+    >>> [tokenizer.id_to_token(i) for i in data.features["token_ids"][0][:4]]
+    ['_start_', 'ab</w>', 'c</w>', 'a</w>']
+    >>> data.labels[0].tolist(), data.word_index[0].tolist()
+    ([0, 1, 0, 1, 0, 0], [-1, 0, 1, 2, -1, -1])
+    """
+
+    def __init__(self, tokenizer, labels, sequence_length=128):
+        if int(sequence_length) < 2:
+            raise DataError(f"sequence_length={sequence_length} leaves no room for a word after "
+                            "the start token; use at least 2.")
+        super().__init__(tokenizer, labels, sequence_length)
+
+    def align(self, sentences):
+        check_labels(sentences, self.labels)
+        index = {label: i for i, label in enumerate(self.labels)}
+        words = [w for s in sentences for w in s.words]
+        pieces = iter(self.tokenizer.encode(words) if words else [])
+        n, length = len(sentences), self.sequence_length
+        arrays = {name: np.zeros((n, length), "int32")
+                  for name in ("token_ids", "padding_mask", "labels")}
+        weights = np.zeros((n, length), "float32")
+        word_index = np.full((n, length), -1, "int32")
+        truncated = empty = 0
+        for r, sentence in enumerate(sentences):
+            row, cut = [self.tokenizer.start_token_id], False
+            for w, tag in enumerate(sentence.tags):
+                ids = next(pieces)
+                if not ids:
+                    empty += 1
+                    continue
+                cut = cut or len(row) + len(ids) > length
+                if cut:
+                    truncated += 1
+                    continue
+                row += ids
+                last = len(row) - 1
+                arrays["labels"][r, last], weights[r, last] = index[tag], 1.0
+                word_index[r, last] = w
+            arrays["token_ids"][r, :len(row)] = row
+            arrays["padding_mask"][r, :len(row)] = 1
+        features = {k: arrays[k] for k in ("token_ids", "padding_mask")}
+        return AlignedTags(features, arrays["labels"], weights, word_index,
+                           np.array([len(s.words) for s in sentences], "int32"), truncated, empty)

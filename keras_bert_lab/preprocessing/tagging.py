@@ -206,6 +206,10 @@ class TaggingPreprocessor:
         """:class:`AlignedTags` of :class:`TaggedSentence`\\ s, or of word lists (tagged ``O``)."""
         sentences = [s if isinstance(s, TaggedSentence)
                      else TaggedSentence(list(s), [self.labels[0]] * len(s)) for s in sentences]
+        return self.align(sentences)
+
+    def align(self, sentences):
+        """:func:`align` with this preprocessor's settings (a GPT tagger aligns its own way)."""
         return align(sentences, self.tokenizer, self.labels, self.sequence_length,
                      self.label_all_pieces)
 

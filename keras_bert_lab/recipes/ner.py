@@ -3,7 +3,8 @@
 BERT's NER recipe (Devlin et al. 2019, §5.3; HF ``run_ner.py``): each word's tag on its first
 WordPiece, a linear layer over the last layer
 (:class:`~keras_bert_lab.tasks.token_classification.BertTokenClassifier`), cross-entropy over the
-labelled pieces, and entity-level F1 on words — seqeval's default (conlleval) scoring, with its
+labelled pieces (a GPT preset: ``[start] pieces`` rows with each word's tag on its last piece,
+:class:`~keras_bert_lab.tasks.gpt_classifier.GPTTokenClassifier`), and entity-level F1 on words — seqeval's default (conlleval) scoring, with its
 strict IOB2 figure beside it (:mod:`keras_bert_lab.metrics.entities`). Validation F1 picks the best
 epoch. Besides ``metrics.json`` (per-type precision/recall/F1 included) the run writes
 ``per_type.csv`` and ``valid_predictions.conll`` (``word gold predicted``, conlleval's input).
@@ -24,9 +25,11 @@ import csv
 # The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
 # `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
 from keras_bert_lab.data import conll, registry
-from keras_bert_lab.errors import DataError
+from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.metrics.entities import MODES, entity_scores
 from keras_bert_lab.recipes import finetune as common
+from keras_bert_lab.recipes import gpt_tasks
+from keras_bert_lab.tasks.gpt_classifier import GPTTokenClassifier
 from keras_bert_lab.tasks.token_classification import BertTokenClassifier
 
 
@@ -139,11 +142,22 @@ def run(args):
     output = common.start(settings)
     if settings.limit:
         splits["train"] = splits["train"][:settings.limit]
-    model = BertTokenClassifier.from_preset(settings.preset, labels=labels)
-    preprocessor = TaggingPreprocessor.from_preset(settings.preset, labels=labels,
-                                                   sequence_length=settings.sequence_length)
-    train_preprocessor = TaggingPreprocessor(preprocessor.tokenizer, labels,
-                                             settings.sequence_length, args.label_all_pieces)
+    if gpt_tasks.is_gpt(settings.preset):   # [start] pieces, each word's tag on its last piece
+        if args.label_all_pieces:
+            raise ConfigError("--label-all-pieces applies to BERT presets; a GPT tagger labels "
+                              "each word's last piece only.")
+        from keras_bert_lab.preprocessing.gpt import GPTTaggingPreprocessor
+
+        model = GPTTokenClassifier.from_preset(settings.preset, labels=labels)
+        preprocessor = train_preprocessor = GPTTaggingPreprocessor(
+            gpt_tasks.tokenizer_of(settings.preset), labels,
+            settings.sequence_length)
+    else:
+        model = BertTokenClassifier.from_preset(settings.preset, labels=labels)
+        preprocessor = TaggingPreprocessor.from_preset(settings.preset, labels=labels,
+                                                       sequence_length=settings.sequence_length)
+        train_preprocessor = TaggingPreprocessor(preprocessor.tokenizer, labels,
+                                                 settings.sequence_length, args.label_all_pieces)
     aligned = {name: (train_preprocessor if name == "train" else preprocessor)(sentences)
                for name, sentences in splits.items() if sentences}
     print(f"ner: {how}; " + ", ".join(

@@ -113,7 +113,8 @@ class _GPTHead(Task):
         from keras_bert_lab.presets.weights import read_weights
 
         model = super().from_preset(preset, *args, **kwargs)
-        head = model.auxiliary_lm.lm_head if model.auxiliary_lm is not None else None
+        auxiliary = getattr(model, "auxiliary_lm", None)
+        head = auxiliary.lm_head if auxiliary is not None else None
         info = registry.read_preset(preset, verify=False)
         if head is not None and head.bias is not None and \
                 (info.task or {}).get("class_name") == "GPTCausalLM":
@@ -246,3 +247,67 @@ class GPTMultipleChoice(_GPTHead):
     def get_config(self):
         return {**super().get_config(), "lm_loss_weight": self.lm_loss_weight,
                 "dropout": self.dropout, "lm_output_bias": self.lm_output_bias}
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class GPTTokenClassifier(_GPTHead):
+    """A label for every token of a ``[start] pieces`` row: tagging (NER) with a GPT backbone.
+
+    GPT-1 defines no tagging head; this one is ``BertTokenClassifier``'s (dropout, one
+    ``Dense(K)`` on every final state, float32 logits ``(B, T, K)``) on a left-to-right model, so
+    each token's label is read from a state that saw only the tokens before it. Train it on
+    :class:`~keras_bert_lab.preprocessing.gpt.GPTTaggingPreprocessor` rows, which put a word's
+    tag on its last piece (the first state to have read the whole word).
+
+    Args:
+        backbone: a ``GPTBackbone``.
+        num_labels: ``K``; may be left out when ``labels`` is given.
+        labels: the label names (index = id), kept in the config and presets.
+        dropout: before the linear layer; default the backbone's dropout.
+
+    Example:
+    >>> import numpy as np
+    >>> model = GPTTokenClassifier(GPTBackbone("tiny"), labels=["O", "B-PER", "I-PER"])
+    >>> model.compile()
+    >>> x = {"token_ids": np.array([[1, 5, 9, 2]] * 2), "padding_mask": np.ones((2, 4), "int32")}
+    >>> history = model.fit(x, np.array([[0, 1, 2, 0]] * 2),
+    ...                     sample_weight=np.array([[0, 1, 1, 1]] * 2), verbose=0)
+    >>> tuple(model.predict(x, verbose=0).shape)
+    (2, 4, 3)
+    """
+
+    token_output_fill = 0.0
+
+    @classmethod
+    def preset_defaults(cls, preset):
+        return {}   # no auxiliary LM loss here
+
+    def __init__(self, backbone, num_labels=None, labels=None, dropout=None, **kwargs):
+        from keras_bert_lab.tasks.token_classification import check_label_arguments
+
+        num_labels, labels = check_label_arguments(num_labels, labels)
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        head_dropout, head = self._dense(backbone, num_labels, dropout)
+        hidden = backbone(inputs)["sequence_output"]                             # (B, T, H)
+        logits = ops.cast(head(head_dropout(hidden)), "float32")                 # (B, T, K)
+        super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
+        self.classifier_dropout, self.classifier = head_dropout, head
+        self.num_labels, self.labels, self.dropout = num_labels, labels, dropout
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
+                **kwargs):
+        """Defaults: GPT-1's fine-tuning AdamW (as the other GPT heads), the masked
+        cross-entropy over labelled tokens, accuracy weighted by the sample weights."""
+        from keras_bert_lab.tasks.token_classification import TokenClassificationLoss
+
+        if loss == "auto":
+            loss = TokenClassificationLoss()
+        if weighted_metrics == "auto":
+            weighted_metrics = [keras.metrics.SparseCategoricalAccuracy("accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=None if metrics == "auto"
+                        else metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def get_config(self):
+        return {**super().get_config(), "num_labels": self.num_labels, "labels": self.labels,
+                "dropout": self.dropout}

@@ -60,6 +60,22 @@ class TokenClassificationLoss(keras.losses.Loss):
         return {**super().get_config(), "ignore_index": self.ignore_index}
 
 
+def check_label_arguments(num_labels, labels):
+    """``(K, labels)`` of a token classifier's ``num_labels`` / ``labels`` arguments, checked."""
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if num_labels is not None and int(num_labels) != len(labels):
+            raise ConfigError(f"num_labels={num_labels} but {len(labels)} labels were given; "
+                              "pass one of them, or make them agree.")
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f"labels has duplicates: {labels}; each tag must appear once.")
+        num_labels = len(labels)
+    if num_labels is None or int(num_labels) < 1:
+        raise ConfigError(f"num_labels={num_labels}: a token classifier needs at least one "
+                          "label; pass num_labels=K or labels=[...].")
+    return int(num_labels), labels
+
+
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class BertTokenClassifier(Task):
     """Per-token classification over a ``BertBackbone`` (Devlin et al. 2019, §5.3, NER).
@@ -98,18 +114,7 @@ class BertTokenClassifier(Task):
     token_output_fill = 0.0  # predict_packed pads the logits of cut-off padding with zeros
 
     def __init__(self, backbone, num_labels=None, labels=None, dropout=None, **kwargs):
-        if labels is not None:
-            labels = [str(label) for label in labels]
-            if num_labels is not None and int(num_labels) != len(labels):
-                raise ConfigError(f"num_labels={num_labels} but {len(labels)} labels were given; "
-                                  "pass one of them, or make them agree.")
-            if len(set(labels)) != len(labels):
-                raise ConfigError(f"labels has duplicates: {labels}; each tag must appear once.")
-            num_labels = len(labels)
-        if num_labels is None or int(num_labels) < 1:
-            raise ConfigError(f"num_labels={num_labels}: a token classifier needs at least one "
-                              "label; pass num_labels=K or labels=[...].")
-        num_labels = int(num_labels)
+        num_labels, labels = check_label_arguments(num_labels, labels)
         rate = backbone.config.dropout if dropout is None else float(dropout)
         if not 0.0 <= rate < 1.0:
             raise ConfigError(f"dropout={dropout} must be in [0, 1).")

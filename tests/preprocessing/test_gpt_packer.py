@@ -62,3 +62,35 @@ def test_bad_input(tokenizer):
     with pytest.raises(DataError, match="at least 4"):
         GPTTaskPacker(tokenizer, sequence_length=3)
     assert np.array_equal(packer.single([])["token_ids"].shape, (0, 8))
+
+
+def test_tagging_rows_put_each_tag_on_the_words_last_piece():
+    from keras_bert_lab.data.conll import TaggedSentence
+    from keras_bert_lab.preprocessing.gpt import GPTTaggingPreprocessor
+
+    # "cat" and "sat" are one piece each; the rare "catsat" is several
+    tokenizer = train_bpe(["cat sat"] * 3 + ["catsat"], num_merges=20, min_frequency=2,
+                          progress=False)
+    k = len(tokenizer.encode("catsat"))
+    assert k >= 2 and len(tokenizer.encode("cat")) == len(tokenizer.encode("sat")) == 1
+    labels = ["O", "B-X", "I-X"]
+    tagger = GPTTaggingPreprocessor(tokenizer, labels, sequence_length=k + 4)
+    data = tagger([TaggedSentence(["catsat", "cat", "  ", "sat"], ["B-X", "I-X", "O", "O"]),
+                   TaggedSentence(["cat", "catsat", "sat", "cat", "cat"],
+                                  ["O", "B-X", "O", "B-X", "O"])])
+    first = {key: v[0] for key, v in data.features.items()}
+    assert pieces(tokenizer, first) == ["_start_"] + [
+        tokenizer.id_to_token(i).replace("</w>", "") for i in tokenizer.encode("catsat")] + [
+        "cat", "sat"]
+    # each word's tag at its last piece; "  " has no piece
+    assert data.word_index[0].tolist() == [-1] * k + [0, 1, 3, -1]
+    assert data.labels[0].tolist() == [0] * k + [1, 2, 0, 0]
+    assert data.sample_weight[0].tolist() == [0] * k + [1, 1, 1, 0]
+    # row 2 holds start, cat, catsat, sat, cat: the last "cat" does not fit
+    assert data.word_index[1].tolist() == [-1, 0] + [-1] * (k - 1) + [1, 2, 3]
+    assert data.truncated_words == 1 and data.empty_words == 1
+    logits = np.eye(3)[data.labels]
+    assert tagger.decode(logits, data) == [["B-X", "I-X", "O", "O"],
+                                           ["O", "B-X", "O", "B-X", "O"]]
+    with pytest.raises(DataError, match="at least 2"):
+        GPTTaggingPreprocessor(tokenizer, labels, sequence_length=1)

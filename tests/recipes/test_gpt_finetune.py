@@ -50,6 +50,28 @@ def test_classify_and_choice_run_with_a_gpt_preset(gpt_preset, tmp_path):
     assert saved.lm_loss_weight == 0.5 and saved.num_classes == 2
 
 
+def test_ner_runs_with_a_gpt_preset(gpt_preset, tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    lines = []
+    for _ in range(80):   # "the film was great": the judgement word is tagged by its kind
+        words = ["the", "film", "was", *rng.choice(GOOD + BAD, size=2)]
+        lines += [f"{w} {'B-GOOD' if w in GOOD else 'B-BAD' if w in BAD else 'O'}"
+                  for w in words] + [""]
+    (tmp_path / "train.conll").write_text("\n".join(lines))
+    argv = ["finetune", "ner", "--train", str(tmp_path / "train.conll"),
+            "--preset", str(gpt_preset / "preset"), "--epochs", "8", "--batch-size", "8",
+            "--sequence-length", "16", "--learning-rate", "3e-3", "--patience", "8",
+            "--output", str(tmp_path / "n")]
+    assert main(argv) == 0
+    metrics = json.loads((tmp_path / "n" / "metrics.json").read_text())
+    assert metrics["valid"]["f1"] >= 0.8, metrics["valid"]
+    from keras_bert_lab.tasks.gpt_classifier import GPTTokenClassifier
+    assert GPTTokenClassifier.from_preset(tmp_path / "n" / "preset").labels == \
+        metrics["labels"]
+    assert main([*argv[:-1], str(tmp_path / "m"), "--label-all-pieces"]) == 2
+    assert "--label-all-pieces applies to BERT presets" in capsys.readouterr().err
+
+
 def test_gpt_flags_are_refused_with_bert_and_bert_flags_with_gpt(gpt_preset, tmp_path, capsys):
     (tmp_path / "train.csv").write_text("text,label\n" + "a,x\nb,y\n" * 5)
     assert main(["finetune", "classify", "--train", str(tmp_path / "train.csv"),

@@ -10,7 +10,8 @@ from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.models.gpt_config import GPTConfig
 from keras_bert_lab.presets.convert.openai_gpt import config_to_hf, load_hf_weights
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM, next_token_batch
-from keras_bert_lab.tasks.gpt_classifier import GPTClassifier, GPTMultipleChoice
+from keras_bert_lab.tasks.gpt_classifier import (GPTClassifier, GPTMultipleChoice,
+                                                 GPTTokenClassifier)
 from tests.conftest import to_numpy
 
 CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_layers=2, num_heads=4, max_positions=24,
@@ -125,3 +126,30 @@ def test_similarity_is_symmetric_and_padding_changes_nothing(tmp_path):
 def test_bad_arguments():
     with pytest.raises(ConfigError, match="num_sequences"):
         GPTClassifier(GPTBackbone(CONFIG), num_classes=2, num_sequences=3)
+
+
+def test_token_classifier_reads_only_the_left_context_learns_and_round_trips(tmp_path):
+    labels = ["O", "B-X", "I-X"]
+    pretrained = GPTCausalLM(GPTBackbone(CONFIG), output_bias=True)  # its preset: a new head
+    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    preset = pretrained.save_to_preset(tmp_path / "lm", vocabulary=vocab, merges=["t 1"])
+    model = GPTTokenClassifier.from_preset(preset, labels=labels, dropout=0.0)
+    ids, mask = rows(4, 10, [10, 6, 8, 4], seed=4)
+    x = {"token_ids": ids, "padding_mask": mask}
+    out = to_numpy(model(x))
+    assert out.shape == (4, 10, 3) and out.dtype == np.float32
+    later = {"token_ids": ids.copy(), "padding_mask": mask}
+    later["token_ids"][:, 5:] = (later["token_ids"][:, 5:] + 7) % CONFIG.vocab_size
+    np.testing.assert_allclose(to_numpy(model(later))[:, :5], out[:, :5], atol=1e-6)
+    assert np.abs(to_numpy(model(later))[0, 5:] - out[0, 5:]).max() > 1e-4
+    y = ids % 3                       # the label is a function of the token itself
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = model.fit(x, y, sample_weight=mask.astype("float32"), epochs=30, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    assert history.history["accuracy"][-1] > 0.9
+    saved = model.save_to_preset(tmp_path / "tagger", vocabulary=vocab, merges=["t 1"])
+    again = GPTTokenClassifier.from_preset(saved)
+    assert again.labels == labels
+    np.testing.assert_allclose(to_numpy(again(x)), to_numpy(model(x)), atol=1e-5)
+    with pytest.raises(ConfigError, match="duplicates"):
+        GPTTokenClassifier(GPTBackbone(CONFIG), labels=["O", "O"])
