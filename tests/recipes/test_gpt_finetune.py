@@ -53,13 +53,13 @@ def test_classify_and_choice_run_with_a_gpt_preset(gpt_preset, tmp_path):
 def test_ner_runs_with_a_gpt_preset(gpt_preset, tmp_path, capsys):
     rng = np.random.default_rng(1)
     lines = []
-    for _ in range(80):   # "the film was great": the judgement word is tagged by its kind
+    for _ in range(50):   # "the film was great": the judgement word is tagged by its kind
         words = ["the", "film", "was", *rng.choice(GOOD + BAD, size=2)]
         lines += [f"{w} {'B-GOOD' if w in GOOD else 'B-BAD' if w in BAD else 'O'}"
                   for w in words] + [""]
     (tmp_path / "train.conll").write_text("\n".join(lines))
     argv = ["finetune", "ner", "--train", str(tmp_path / "train.conll"),
-            "--preset", str(gpt_preset / "preset"), "--epochs", "8", "--batch-size", "8",
+            "--preset", str(gpt_preset / "preset"), "--epochs", "6", "--batch-size", "8",
             "--sequence-length", "16", "--learning-rate", "3e-3", "--patience", "8",
             "--output", str(tmp_path / "n")]
     assert main(argv) == 0
