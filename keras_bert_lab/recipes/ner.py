@@ -4,10 +4,11 @@ BERT's NER recipe (Devlin et al. 2019, §5.3; HF ``run_ner.py``): each word's ta
 WordPiece, a linear layer over the last layer
 (:class:`~keras_bert_lab.tasks.token_classification.BertTokenClassifier`), cross-entropy over the
 labelled pieces (a GPT preset: ``[start] pieces`` rows with each word's tag on its last piece,
-:class:`~keras_bert_lab.tasks.gpt_classifier.GPTTokenClassifier`), and entity-level F1 on words — seqeval's default (conlleval) scoring, with its
-strict IOB2 figure beside it (:mod:`keras_bert_lab.metrics.entities`). Validation F1 picks the best
-epoch. Besides ``metrics.json`` (per-type precision/recall/F1 included) the run writes
-``per_type.csv`` and ``valid_predictions.conll`` (``word gold predicted``, conlleval's input).
+:class:`~keras_bert_lab.tasks.gpt_classifier.GPTTokenClassifier`), and entity-level F1 on
+words — seqeval's default (conlleval) scoring, with its strict IOB2 figure beside it
+(:mod:`keras_bert_lab.metrics.entities`). Validation F1 picks the best epoch. Besides
+``metrics.json`` (per-type precision/recall/F1 included) the run writes ``per_type.csv`` and
+``valid_predictions.conll`` (``word gold predicted``, conlleval's input).
 
 Data: ``--train``/``--valid`` (and optional ``--test``) CoNLL files, or ``--dataset wnut16`` — the
 registry copy of WNUT-16 holds one file, so its sentences are shuffled with ``--seed`` and split

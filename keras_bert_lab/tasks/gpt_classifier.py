@@ -24,6 +24,7 @@ from keras_bert_lab.layers.decoder import TiedLMHead
 from keras_bert_lab.models.gpt import INPUT_NAMES, GPTBackbone
 from keras_bert_lab.tasks.base import Task
 from keras_bert_lab.tasks.multiple_choice import FoldChoices, UnfoldChoices
+from keras_bert_lab.tasks.token_classification import TokenClassificationLoss, check_label_arguments
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -283,8 +284,6 @@ class GPTTokenClassifier(_GPTHead):
         return {}   # no auxiliary LM loss here
 
     def __init__(self, backbone, num_labels=None, labels=None, dropout=None, **kwargs):
-        from keras_bert_lab.tasks.token_classification import check_label_arguments
-
         num_labels, labels = check_label_arguments(num_labels, labels)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
@@ -299,8 +298,6 @@ class GPTTokenClassifier(_GPTHead):
                 **kwargs):
         """Defaults: GPT-1's fine-tuning AdamW (as the other GPT heads), the masked
         cross-entropy over labelled tokens, accuracy weighted by the sample weights."""
-        from keras_bert_lab.tasks.token_classification import TokenClassificationLoss
-
         if loss == "auto":
             loss = TokenClassificationLoss()
         if weighted_metrics == "auto":
