@@ -21,10 +21,6 @@ glob, a directory (read recursively, in sorted order), a list of these, or a *na
 (``"wikitext2"``, ``"news"``: the ``corpus`` sources of :mod:`keras_bert_lab.data.registry`) that
 lives in a registry package.
 
-It stays one module (~500 lines) because every format shares one reader (``_Reader``: decoding,
-binary sniffing, compression, globbing, the repair counts in ``ReadStats``); split by format, each
-part would need all of it.
-
 Real corpora are dirty. Reading never stops for bad input: undecodable bytes become U+FFFD,
 binary files are skipped, very long sentences are cut at whitespace, empty documents are dropped,
 malformed JSON lines are skipped — and every such repair is counted in :class:`ReadStats` and
@@ -34,9 +30,10 @@ format) raise :class:`~keras_bert_lab.errors.DataError`.
 
 This module is pure Python (no TensorFlow).
 
-Long module: one reader for seven formats, their compressed and zipped files, directories, globs
-and named corpora, with every repair counted in the one :class:`ReadStats` of a request; split
-apart, that accounting would be spread over files. (The sentence rules are in
+Why one module of ~500 lines: every format shares one reader (``_Reader``: decoding, binary
+sniffing, compression, zips, globbing, directories, named corpora) and every repair is counted in
+the one :class:`ReadStats` of a request; split by format, each part would need all of it and the
+accounting would be spread over files. (The sentence rules are in
 :mod:`keras_bert_lab.data.sentences`.)
 
 Example:

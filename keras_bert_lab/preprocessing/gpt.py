@@ -159,8 +159,7 @@ class GPTTaggingPreprocessor(TaggingPreprocessor):
         words = [w for s in sentences for w in s.words]
         pieces = iter(self.tokenizer.encode(words) if words else [])
         n, length = len(sentences), self.sequence_length
-        arrays = {name: np.zeros((n, length), "int32")
-                  for name in ("token_ids", "padding_mask", "labels")}
+        token_ids, padding_mask, label_ids = (np.zeros((n, length), "int32") for _ in range(3))
         weights = np.zeros((n, length), "float32")
         word_index = np.full((n, length), -1, "int32")
         truncated = empty = 0
@@ -177,10 +176,10 @@ class GPTTaggingPreprocessor(TaggingPreprocessor):
                     continue
                 row += ids
                 last = len(row) - 1
-                arrays["labels"][r, last], weights[r, last] = index[tag], 1.0
+                label_ids[r, last], weights[r, last] = index[tag], 1.0
                 word_index[r, last] = w
-            arrays["token_ids"][r, :len(row)] = row
-            arrays["padding_mask"][r, :len(row)] = 1
-        features = {k: arrays[k] for k in ("token_ids", "padding_mask")}
-        return AlignedTags(features, arrays["labels"], weights, word_index,
+            token_ids[r, :len(row)] = row
+            padding_mask[r, :len(row)] = 1
+        features = {"token_ids": token_ids, "padding_mask": padding_mask}
+        return AlignedTags(features, label_ids, weights, word_index,
                            np.array([len(s.words) for s in sentences], "int32"), truncated, empty)

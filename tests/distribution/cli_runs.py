@@ -103,7 +103,6 @@ def finetune_classify(scratch, preset, paths, name, flags, epochs):
 def main(out_path, scratch):
     import jax  # here: the TensorFlow child (mirrored_runs) imports this module's helpers
 
-
     assert jax.device_count() == 8, f"{jax.device_count()} devices: set XLA_FLAGS before jax"
     started = time.time()
     corpus, vocab = write_corpus(scratch)
