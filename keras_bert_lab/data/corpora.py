@@ -30,7 +30,7 @@ format) raise :class:`~keras_bert_lab.errors.DataError`.
 
 This module is pure Python (no TensorFlow).
 
-Why one module of ~500 lines: every format shares one reader (``_Reader``: decoding, binary
+Long module: every format shares one reader (``_Reader``: decoding, binary
 sniffing, compression, zips, globbing, directories, named corpora) and every repair is counted in
 the one :class:`ReadStats` of a request; split by format, each part would need all of it and the
 accounting would be spread over files. (The sentence rules are in
