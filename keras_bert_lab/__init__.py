@@ -19,7 +19,7 @@ from keras_bert_lab.tasks.causal_lm import GPTCausalLM
 from keras_bert_lab.tasks.classifier import BertClassifier
 from keras_bert_lab.tasks.elmo_lm import ElmoLanguageModel
 from keras_bert_lab.tasks.feature_tagger import FeatureTagger
-from keras_bert_lab.tasks.gpt_classifier import (GPTClassifier, GPTMultipleChoice,
+from keras_bert_lab.tasks.gpt_classifier import (GPTClassifier, GPTMultipleChoice, GPTSpanQA,
                                                  GPTTokenClassifier)
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 from keras_bert_lab.tasks.pretraining import BertPretrainer
@@ -33,4 +33,5 @@ __all__ = ["AwdLstmBackbone", "AwdLstmConfig", "AwdLstmLanguageModel", "UlmfitCl
            "BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
            "BertSpanQA", "BertTokenClassifier", "ElmoBiLM", "ElmoConfig", "ElmoLanguageModel",
            "FeatureTagger", "GPTBackbone", "GPTCausalLM", "GPTClassifier", "GPTConfig",
-           "GPTMultipleChoice", "GPTTokenClassifier", "SentenceEmbedder", "__version__"]
+           "GPTMultipleChoice", "GPTSpanQA", "GPTTokenClassifier", "SentenceEmbedder",
+           "__version__"]

@@ -40,9 +40,9 @@ from keras_bert_lab import GPTBackbone, GPTCausalLM, GPTClassifier, GPTMultipleC
 from keras_bert_lab.data.labelled import load_dataset
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.pipelines.batches import batches
+from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
 from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
 from keras_bert_lab.recipes import language_model
-from keras_bert_lab.recipes.gpt_tasks import tokenizer_of
 from keras_bert_lab.training.finetune import fit_best_epoch
 
 tutorial.eager_in_smoke()
@@ -77,7 +77,7 @@ settings = language_model.LanguageModelSettings(
 metrics = tutorial.pretrained(language_model.run, settings, work, "GPT")
 preset = str(work / "preset")
 lm = GPTCausalLM.from_preset(preset)
-tokenizer = tokenizer_of(preset)
+tokenizer = BytePairTokenizer.from_preset(preset)
 config = lm.backbone.config
 print(f"GPT-{settings.size}: {config.num_layers} layers, hidden {config.hidden_size}, "
       f"{config.num_heads} heads, {lm.count_params():,} weights ({config.vocab_size:,} BPE "

@@ -46,7 +46,6 @@ Example:
 (9, 12)
 """
 
-import json
 import os
 import warnings
 
@@ -55,9 +54,10 @@ import tensorflow as tf
 
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.preprocessing.basic_tokenizer import BasicTokenizer, apply_to_text, graph_code
-from keras_bert_lab.presets.vocabulary import check_tokens, read_vocabulary, write_vocabulary
+from keras_bert_lab.preprocessing.bpe_files import (END_OF_WORD, base_char, check_merges,
+                                                    coerce_merges, coerce_vocabulary)
+from keras_bert_lab.presets.vocabulary import check_tokens, write_vocabulary
 
-END_OF_WORD = "</w>"
 # The tokens GPT-1's fine-tuning code appends after the BPE vocabulary (Radford et al. §3.3).
 GPT_SPECIAL_TOKENS = ("_start_", "_delimiter_", "_classify_")
 UNK_TOKEN = "<unk>"
@@ -83,7 +83,7 @@ class BytePairTokenizer:
 
     def __init__(self, vocabulary, merges, *, lowercase=True, special_tokens=GPT_SPECIAL_TOKENS,
                  unk_token=UNK_TOKEN, cache_size=100_000):
-        tokens, self.aliases = _coerce_vocabulary(vocabulary)
+        tokens, self.aliases = coerce_vocabulary(vocabulary)
         if not all(isinstance(t, str) and t for t in (*special_tokens, unk_token)):
             raise ConfigError(f"special_tokens {special_tokens!r} and unk_token {unk_token!r} "
                               "must be non-empty strings (GPT-1: '_start_', '_delimiter_', "
@@ -98,8 +98,8 @@ class BytePairTokenizer:
                 tokens.append(token)
         self.vocabulary = tokens
         self._index = index
-        self.merges = _coerce_merges(merges)
-        self._ranks = _check_merges(self.merges, index)
+        self.merges = coerce_merges(merges)
+        self._ranks = check_merges(self.merges, index)
         self.unk_token_id = index[unk_token]
         self.basic = BasicTokenizer(lowercase=lowercase)
         self.cache_size = int(cache_size)
@@ -117,6 +117,30 @@ class BytePairTokenizer:
         """From a directory written by :meth:`save` (``vocab.txt`` + ``merges.txt``)."""
         return cls(os.path.join(directory, "vocab.txt"), os.path.join(directory, "merges.txt"),
                    **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, task_tokens=True):
+        """The tokenizer of a GPT preset (a name or a directory: ``vocab.txt`` + ``merges.txt``),
+        with no id outside the model's rows: unknown pieces go to ``<unk>`` when the vocabulary
+        has it, else to id 0 as GPT-1's own code did. ``task_tokens``: the preset must hold
+        GPT-1's ``_start_``, ``_delimiter_`` and ``_classify_`` (fine-tuning needs them;
+        generation does not)."""
+        from keras_bert_lab.presets.registry import read_preset
+
+        info = read_preset(preset, verify=False)
+        if info.merges_path is None:
+            raise ConfigError(f"Preset {info.directory} has no merges.txt, so its byte-pair "
+                              "tokenizer cannot be rebuilt; is it a GPT preset? Re-export it.")
+        tokens = info.vocabulary()
+        present = set(tokens)
+        missing = [t for t in GPT_SPECIAL_TOKENS if t not in present]
+        if task_tokens and missing:
+            raise ConfigError(f"Preset {info.directory} has no {missing} tokens, which GPT-1's "
+                              "task inputs need; import the release with `kbl preset import-gpt "
+                              "--special-tokens _start_ _delimiter_ _classify_`.")
+        return cls(tokens, info.merges_path, lowercase=info.tokenizer.get("lowercase", True),
+                   special_tokens=[t for t in GPT_SPECIAL_TOKENS if t in present],
+                   unk_token=UNK_TOKEN if UNK_TOKEN in present else tokens[0])
 
     def save(self, directory):
         """Write ``vocab.txt`` (special tokens included) and ``merges.txt``; return the directory.
@@ -167,9 +191,14 @@ class BytePairTokenizer:
     # ---- Python path --------------------------------------------------------------------
     def bpe(self, word):
         """The pieces of one (already normalised) word, as a tuple of tokens (cached)."""
-        pieces = self._cache.get(word)
-        if pieces is not None:
-            return pieces
+        return tuple(s if s in self._index else self.unk_token for s in self._symbols(word))
+
+    def _symbols(self, word):
+        """The merged symbols of a word (cached); a symbol outside the vocabulary is kept as
+        itself, so the letters it covers are known (``bpe`` turns it into the unknown token)."""
+        symbols = self._cache.get(word)
+        if symbols is not None:
+            return symbols
         symbols = [*word[:-1], word[-1] + END_OF_WORD]
         ranks = self._ranks
         while len(symbols) > 1:  # merge the lowest-ranked pair, leftmost first, until none is left
@@ -179,10 +208,10 @@ class BytePairTokenizer:
                 break
             i = pairs.index(best)
             symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
-        pieces = tuple(s if s in self._index else self.unk_token for s in symbols)
+        symbols = tuple(symbols)
         if len(self._cache) < self.cache_size:
-            self._cache[word] = pieces
-        return pieces
+            self._cache[word] = symbols
+        return symbols
 
     def tokenize(self, text):
         """The pieces of a ``str`` (list) or of a list of them (list of lists)."""
@@ -195,6 +224,45 @@ class BytePairTokenizer:
         rows = self.tokenize(text if isinstance(text, (list, tuple)) else [text])
         ids = [[self._index[piece] for piece in row] for row in rows]
         return ids if isinstance(text, (list, tuple)) else ids[0]
+
+    def encode_with_offsets(self, texts):
+        """Ids of a list of ``str`` plus, for every id, the characters of the input it stands for.
+
+        Returns ``{"token_ids", "start_offsets", "end_offsets"}``, each a list of lists:
+        ``text[start:end]`` is the original text of the piece (before lower-casing and accent
+        stripping; an unknown piece covers its own letters) — ``transformers``' ``offset_mapping``
+        (test: ``tests/preprocessing/test_bpe.py``). Extractive QA cuts answers out of contexts
+        with them. Python path (the letters' sources come from the basic tokenizer's TF ops).
+
+        Example:
+        >>> tokenizer = BytePairTokenizer(["l", "o", "w", "w</w>", "lo", "low</w>"],
+        ...                               ["l o", "lo w</w>"])
+        >>> out = tokenizer.encode_with_offsets(["Low lol"])   # low</w> | lo l</w> (unknown)
+        >>> out["token_ids"], out["start_offsets"], out["end_offsets"]
+        ([[5, 4, 9]], [[0, 4, 6]], [[3, 6, 7]])
+        """
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise DataError(f"Text {i} is {type(text).__name__}, not str.")
+        out = {key: [[] for _ in texts] for key in ("token_ids", "start_offsets", "end_offsets")}
+        if not texts:
+            return out
+        words = self.basic.words(tf.constant(texts, tf.string))
+        letters = words.letters
+        source = words.source.numpy()
+        first_letter = letters.row_starts().numpy()
+        row_of = words.row.numpy()
+        row_starts = words.row_starts.numpy()
+        for w, codes in enumerate(letters.to_list()):
+            row, letter = row_of[w], first_letter[w]
+            for symbol in self._symbols("".join(map(chr, codes))):
+                size = len(symbol) - (len(END_OF_WORD) if symbol.endswith(END_OF_WORD) else 0)
+                out["token_ids"][row].append(self._index.get(symbol, self.unk_token_id))
+                out["start_offsets"][row].append(int(source[letter] - row_starts[row]))
+                out["end_offsets"][row].append(int(source[letter + size - 1] + 1 - row_starts[row]))
+                letter += size
+        return out
 
     def decode(self, token_ids, skip_special_tokens=True):
         """Ids back to text: pieces joined, ``</w>`` becomes a space (special tokens left out).
@@ -241,8 +309,8 @@ class BytePairTokenizer:
         position = {s: i for i, s in enumerate(symbols)}
         unknown = len(symbols)
         size = unknown + 1                                       # M: pair key = a * M + b
-        chars = [(s, i) for i, s in enumerate(symbols) if _base_char(s) is not None]
-        char_keys = [ord(_base_char(s)) * 2 + s.endswith(END_OF_WORD) for s, _ in chars]
+        chars = [(s, i) for i, s in enumerate(symbols) if base_char(s) is not None]
+        char_keys = [ord(base_char(s)) * 2 + s.endswith(END_OF_WORD) for s, _ in chars]
         pair_keys = [position[a] * size + position[b] for a, b in self.merges]
         pair_values = [rank * size + position[a + b] for rank, (a, b) in enumerate(self.merges)]
         to_id = [self._index.get(s, self.unk_token_id) for s in symbols] + [self.unk_token_id]
@@ -300,103 +368,6 @@ class BytePairTokenizer:
                                        shape_invariants=(vector, vector, tf.TensorShape([])))
         return tf.RaggedTensor.from_value_rowids(tf.gather(tensors["to_id"], symbol), row,
                                                  nrows=num_words, validate=False)
-
-
-# ---- reading and checking the two files -----------------------------------------------------
-def read_merges(path):
-    """A merges file (``merges.txt``, GPT-1's ``vocab.bpe``) as a list of ``(a, b)`` by rank."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise DataError(f"Merges file {path!r} does not exist; pass GPT-1's vocab.bpe or a "
-                        "merges.txt written by BytePairTokenizer.save.")
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    if lines and lines[0].startswith("#version"):
-        lines = lines[1:]
-    while lines and lines[-1].strip() == "":
-        lines.pop()  # GPT-1's vocab.bpe ends with a blank line
-    return _coerce_merges(lines, source=path, first_line=2)
-
-
-def read_encoder(path):
-    """GPT-1's ``encoder_bpe.json`` (token -> id) as a dict, checked like a vocabulary."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise DataError(f"Encoder file {path!r} does not exist; pass GPT-1's encoder_bpe.json.")
-    try:
-        with open(path, encoding="utf-8") as f:
-            encoder = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataError(f"Encoder file {path!r} is not UTF-8 JSON ({error}).") from None
-    if not isinstance(encoder, dict):
-        raise DataError(f"Encoder file {path!r} holds a {type(encoder).__name__}, not a "
-                        "{token: id} object.")
-    return encoder
-
-
-def _coerce_vocabulary(vocabulary):
-    """(tokens by id, {alias: id}) from a path, a list or a dict token -> id."""
-    if isinstance(vocabulary, (str, os.PathLike)):
-        path = os.fspath(vocabulary)
-        vocabulary = read_encoder(path) if path.endswith(".json") else read_vocabulary(path)
-    if not isinstance(vocabulary, dict):
-        return check_tokens(list(vocabulary), source="(list)"), {}
-    tokens, aliases = {}, {}
-    for token, i in vocabulary.items():
-        if not isinstance(i, int) or i < 0:
-            raise DataError(f"Vocabulary entry {token!r}: id {i!r} is not an integer >= 0.")
-        if i in tokens:
-            aliases[token] = i  # a second token for an id (the allennlp fixture's "<unk>": 0)
-        else:
-            tokens[i] = token
-    missing = sorted(set(range(len(tokens))) - set(tokens))
-    if missing or len(tokens) != max(tokens, default=-1) + 1:
-        raise DataError(f"Vocabulary ids must be 0 .. n-1 without gaps; id {missing[:1] or ['?']} "
-                        f"is missing (ids run to {max(tokens, default=-1)}).")
-    return check_tokens([tokens[i] for i in range(len(tokens))], source="(dict)"), aliases
-
-
-def _coerce_merges(merges, source="(list)", first_line=1):
-    if isinstance(merges, (str, os.PathLike)):
-        return read_merges(merges)
-    pairs = []
-    for n, merge in enumerate(merges, first_line):
-        parts = tuple(merge.split(" ")) if isinstance(merge, str) else tuple(merge)
-        if len(parts) != 2 or not all(isinstance(p, str) and p and " " not in p for p in parts):
-            raise DataError(f"Merges {source}, line {n}: {merge!r} is not two symbols separated "
-                            "by one space (like 't h' or 'th e</w>').")
-        pairs.append(parts)
-    if not pairs:
-        raise DataError(f"Merges {source} has no merges; pass GPT-1's vocab.bpe or a merges.txt "
-                        "with one 'a b' pair per line (train one with bpe_trainer.train_bpe).")
-    return pairs
-
-
-def _check_merges(merges, index):
-    """{(a, b): rank}, after checking that the merges can run and fit the vocabulary."""
-    ranks, made = {}, {a + b for a, b in merges}
-    for rank, (a, b) in enumerate(merges):
-        where = f"merge {rank + 1} ({a} {b})"
-        for part in (a, b):
-            if part not in made and _base_char(part) is None:
-                raise DataError(f"{where}: {part!r} is neither a character (optionally + "
-                                f"{END_OF_WORD!r}) nor made by any merge; the merges belong to "
-                                "another vocabulary or were cut short.")
-        if a.endswith(END_OF_WORD):
-            raise DataError(f"{where}: {a!r} ends a word, so nothing can follow it.")
-        if a + b not in index:
-            raise DataError(f"{where} makes {a + b!r}, which is not in the vocabulary; the "
-                            "vocabulary and merges files do not belong together.")
-        if (a, b) in ranks:
-            raise DataError(f"{where} repeats merge {ranks[a, b] + 1}; remove one of them.")
-        ranks[a, b] = rank
-    return ranks
-
-
-def _base_char(symbol):
-    """The character of a one-character symbol (``"a"`` or ``"a</w>"``), else ``None``."""
-    core = symbol[:-len(END_OF_WORD)] if symbol.endswith(END_OF_WORD) else symbol
-    return core if len(core) == 1 else None
 
 
 def _table(keys, values, default):

@@ -1,4 +1,4 @@
-"""Extractive QA (SQuAD) for BERT: contexts windowed into model inputs, scores back to answers.
+"""Extractive QA (SQuAD) for BERT and GPT: windows of a context as model inputs, scores to answers.
 
 The steps of google-research/bert's ``run_squad.py`` (Devlin et al. 2019, §4.2–4.3) between the
 data (:mod:`keras_bert_lab.data.squad`) and the model, with the character↔token mapping taken from
@@ -20,6 +20,12 @@ the tokenizer's offsets (as Hugging Face's fast tokenizers do) instead of whites
 
 :class:`SpanQAPreprocessor` holds a tokenizer and the window settings for both steps.
 
+With a GPT-1 ``BytePairTokenizer`` the rows are ``[start] question [delim] context window
+[extract]`` (GPT-1's layout for two texts, Radford et al. 2018, Figure 1; GPT-1 itself reported no
+SQuAD) and "no answer" is the extract token — the one state that has read the whole window under
+the causal mask (the start token's state has read nothing). The windows, offsets and answer
+selection are the same.
+
 Shapes: ``N`` windows (features), ``L`` sequence length.
 """
 
@@ -31,6 +37,7 @@ import numpy as np
 
 from keras_bert_lab.data.squad import SquadExample  # noqa: F401 (examples)
 from keras_bert_lab.errors import ConfigError, DataError
+from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
 from keras_bert_lab.preprocessing.packer import BertPacker
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.presets.registry import read_preset
@@ -42,7 +49,10 @@ class SquadFeatures:
 
     Attributes:
         inputs: ``token_ids``, ``segment_ids``, ``padding_mask``, each (N, L) int32.
-        start_positions, end_positions: (N,) int32 gold token positions (0 = [CLS]).
+        start_positions, end_positions: (N,) int32 gold token positions (the null position
+            when the window does not hold the answer).
+        null_positions: (N,) int32, the position that stands for "no answer": [CLS] (0) for
+            BERT, the extract token for GPT.
         example_index: (N,) int32, the example each window belongs to.
         offsets: (N, L, 2) int32 character span of each context token in the example's context;
             -1 for every other position (question, special tokens, padding).
@@ -53,6 +63,7 @@ class SquadFeatures:
     inputs: dict
     start_positions: np.ndarray
     end_positions: np.ndarray
+    null_positions: np.ndarray
     example_index: np.ndarray
     offsets: np.ndarray
     max_context: np.ndarray
@@ -105,13 +116,56 @@ def _max_context(windows, num_tokens):
     return best
 
 
+class _BertRows:
+    """``[CLS] question [SEP] window [SEP]``; "no answer" is [CLS]."""
+
+    def __init__(self, tokenizer, sequence_length):
+        self.tokenizer, self.sequence_length = tokenizer, sequence_length
+
+    def questions(self, texts):
+        return [list(ids) for ids in self.tokenizer.tokenize(texts)]
+
+    def contexts(self, texts):
+        return self.tokenizer.tokenize_with_offsets(texts)
+
+    def null_position(self, question_length, window_length):
+        return 0
+
+    def pack(self, questions, windows):   # every window fits: no cut
+        return BertPacker.from_tokenizer(self.tokenizer, self.sequence_length)(questions, windows)
+
+
+class _GPTRows(_BertRows):
+    """``[start] question [delim] window [extract]``; "no answer" is the extract token."""
+
+    def questions(self, texts):
+        return self.tokenizer.encode(texts)
+
+    def contexts(self, texts):
+        return self.tokenizer.encode_with_offsets(texts)
+
+    def null_position(self, question_length, window_length):
+        return question_length + window_length + 2
+
+    def pack(self, questions, windows):
+        t = self.tokenizer
+        token_ids = np.zeros((len(questions), self.sequence_length), "int32")
+        padding_mask = np.zeros_like(token_ids)
+        for row, (question, window) in enumerate(zip(questions, windows)):
+            ids = [t.start_token_id, *question, t.delimiter_token_id, *window, t.classify_token_id]
+            token_ids[row, :len(ids)], padding_mask[row, :len(ids)] = ids, 1
+        return {"token_ids": token_ids, "padding_mask": padding_mask}
+
+
 def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,
                      max_query_length=64):
-    """Windows of ``[CLS] question [SEP] context [SEP]`` (see the module docstring, step 1).
+    """Windows of ``[CLS] question [SEP] context [SEP]`` (see the module docstring, step 1), or
+    of ``[start] question [delim] context [extract]`` with a GPT tokenizer.
 
     Args:
         examples: ``SquadExample``\\ s (from :func:`keras_bert_lab.data.squad.read_squad`).
-        tokenizer: a ``WordPieceTokenizer`` (its offsets map characters to tokens).
+        tokenizer: a ``WordPieceTokenizer``, or a GPT-1 ``BytePairTokenizer`` (their offsets map
+            characters to tokens).
         sequence_length: ``L``, tokens per window. Default 384.
         doc_stride: context tokens from one window's start to the next (Google's meaning). 128.
         max_query_length: longer questions keep their first this-many tokens. Default 64.
@@ -135,10 +189,12 @@ def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,
         raise ConfigError(f"doc_stride={doc_stride}: windows must advance by at least one token.")
     if not examples:
         raise DataError("No examples to prepare; the SQuAD file has no usable questions.")
-    questions = tokenizer.tokenize([e.question for e in examples])
+    layout = (_GPTRows if isinstance(tokenizer, BytePairTokenizer) else _BertRows)(
+        tokenizer, sequence_length)
+    questions = layout.questions([e.question for e in examples])
     unique = list(dict.fromkeys(e.context for e in examples))   # SQuAD asks ~5 per context
     context_index = {context: i for i, context in enumerate(unique)}
-    contexts = tokenizer.tokenize_with_offsets(unique)
+    contexts = layout.contexts(unique)
     rows = collections.defaultdict(list)
     no_tokens = 0
     for index, example in enumerate(examples):
@@ -162,8 +218,8 @@ def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,
         if room_here < 1:
             raise ConfigError(
                 f"sequence_length={sequence_length} leaves no room for context after a question "
-                f"of {len(question)} tokens (max_query_length={max_query_length}) and [CLS] [SEP] "
-                "[SEP]; raise sequence_length or lower max_query_length.")
+                f"of {len(question)} tokens (max_query_length={max_query_length}) and the 3 "
+                "special tokens; raise sequence_length or lower max_query_length.")
         windows = context_windows(len(ids), room_here, doc_stride)
         best_window = _max_context(windows, len(ids))
         offset = len(question) + 2                       # where the context starts in a window
@@ -173,28 +229,25 @@ def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,
             offsets[offset:offset + length, 1] = ends[start:start + length]
             max_context = np.zeros(sequence_length, bool)
             max_context[offset:offset + length] = best_window[start:start + length] == w
-            first = last = 0
+            first = last = null = layout.null_position(len(question), length)
             if answer is not None and start <= answer[0] and answer[1] < start + length:
                 first, last = answer[0] - start + offset, answer[1] - start + offset
             for key, value in (("question", question), ("window", ids[start:start + length]),
                                ("offsets", offsets), ("max_context", max_context),
                                ("start_positions", first), ("end_positions", last),
-                               ("example_index", index), ("trainable", trainable)):
+                               ("null_positions", null), ("example_index", index),
+                               ("trainable", trainable)):
                 rows[key].append(value)
     if no_tokens:
         warnings.warn(f"{no_tokens} context(s) have no tokens (only whitespace or control "
                       "characters); their questions get no windows.", stacklevel=2)
     if not rows:
         raise DataError("None of the examples has a context with tokens.")
-    packer = BertPacker.from_tokenizer(tokenizer, sequence_length)  # every window fits: no cut
-    inputs = packer(rows.pop("question"), rows.pop("window"))
+    inputs = layout.pack(rows.pop("question"), rows.pop("window"))
     arrays = {key: np.asarray(value) for key, value in rows.items()}
-    return SquadFeatures(
-        inputs={k: v.astype("int32") for k, v in inputs.items()},
-        start_positions=arrays["start_positions"].astype("int32"),
-        end_positions=arrays["end_positions"].astype("int32"),
-        example_index=arrays["example_index"].astype("int32"), offsets=arrays["offsets"],
-        max_context=arrays["max_context"], trainable=arrays["trainable"])
+    for key in ("start_positions", "end_positions", "null_positions", "example_index"):
+        arrays[key] = arrays[key].astype("int32")
+    return SquadFeatures(inputs={k: v.astype("int32") for k, v in inputs.items()}, **arrays)
 
 
 def postprocess(examples, features, start_logits, end_logits, n_best=20, max_answer_length=30,
@@ -242,7 +295,8 @@ def postprocess(examples, features, start_logits, end_logits, n_best=20, max_ans
             start, end = start_logits[row], end_logits[row]
             offsets = features.offsets[row, :length]
             context = offsets[:, 0] >= 0                                            # (T,)
-            null_score = min(null_score, float(start[0] + end[0]))
+            null = features.null_positions[row]
+            null_score = min(null_score, float(start[null] + end[null]))
             starts = np.flatnonzero(context & features.max_context[row, :length])
             ends = np.flatnonzero(context)
             starts = starts[np.argsort(-start[starts], kind="stable")[:n_best]]
@@ -274,7 +328,7 @@ class SpanQAPreprocessor:
     (:func:`postprocess`), with one tokenizer and one set of window settings.
 
     Args:
-        tokenizer: a ``WordPieceTokenizer``.
+        tokenizer: a ``WordPieceTokenizer`` (BERT rows) or a ``BytePairTokenizer`` (GPT rows).
         sequence_length, doc_stride, max_query_length: see :func:`prepare_features`.
 
     Example (``BertSpanQA`` gives the scores):
@@ -295,9 +349,12 @@ class SpanQAPreprocessor:
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
-        """The preset's tokenizer (vocabulary and casing) with these window settings."""
-        return cls(WordPieceTokenizer.from_preset(read_preset(preset, verify=False).directory),
-                   **kwargs)
+        """The preset's tokenizer (WordPiece, or byte pairs for a GPT preset) with these window
+        settings."""
+        info = read_preset(preset, verify=False)
+        if info.backbone_class == "GPTBackbone":
+            return cls(BytePairTokenizer.from_preset(info.directory), **kwargs)
+        return cls(WordPieceTokenizer.from_preset(info.directory), **kwargs)
 
     def __call__(self, examples):
         return prepare_features(examples, self.tokenizer, self.sequence_length, self.doc_stride,

@@ -11,7 +11,7 @@ Example::
 """
 
 from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.recipes.gpt_tasks import is_gpt, tokenizer_of
+from keras_bert_lab.recipes.gpt_tasks import is_gpt
 from keras_bert_lab.tasks.causal_lm import STRATEGIES, GPTCausalLM
 
 
@@ -39,7 +39,9 @@ def run(args):
     if not is_gpt(args.preset):
         raise ConfigError(f"--preset {args.preset} is not a GPT preset; generation needs a "
                           "left-to-right decoder (e.g. the preset of `kbl pretrain --model gpt`).")
-    tokenizer = tokenizer_of(args.preset, task_tokens=False)
+    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+
+    tokenizer = BytePairTokenizer.from_preset(args.preset, task_tokens=False)
     model = GPTCausalLM.from_preset(args.preset)
     prompts = [tokenizer.encode(text) for text in args.prompt]
     empty = [i for i, ids in enumerate(prompts) if not ids]

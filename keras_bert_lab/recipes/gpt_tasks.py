@@ -20,30 +20,6 @@ def is_gpt(preset):
     return presets.read_preset(preset, verify=False).backbone_class in GPT_BACKBONES
 
 
-def tokenizer_of(preset, task_tokens=True):
-    """The preset's ``BytePairTokenizer`` (its ``vocab.txt`` and ``merges.txt``), with no id
-    outside the model's rows: unknown pieces go to ``<unk>`` when the vocabulary has it, else to
-    id 0 as GPT-1's own code did. ``task_tokens``: the preset must hold GPT-1's ``_start_``,
-    ``_delimiter_`` and ``_classify_`` (fine-tuning needs them; generation does not)."""
-    from keras_bert_lab.preprocessing.bpe import GPT_SPECIAL_TOKENS, UNK_TOKEN, BytePairTokenizer
-
-    info = presets.read_preset(preset, verify=False)
-    if info.merges_path is None:
-        raise ConfigError(f"Preset {info.directory} holds a GPT backbone but no merges.txt; its "
-                          "byte-pair tokenizer cannot be rebuilt. Re-export the preset.")
-    tokens = info.vocabulary()
-    present = set(tokens)
-    missing = [t for t in GPT_SPECIAL_TOKENS if t not in present]
-    if task_tokens and missing:
-        raise ConfigError(f"Preset {info.directory} has no {missing} tokens, which GPT-1's task "
-                          "inputs need; import the release with `kbl preset import-gpt "
-                          "--special-tokens _start_ _delimiter_ _classify_`.")
-    return BytePairTokenizer(tokens, info.merges_path,
-                             lowercase=info.tokenizer.get("lowercase", True),
-                             special_tokens=[t for t in GPT_SPECIAL_TOKENS if t in present],
-                             unk_token=UNK_TOKEN if UNK_TOKEN in present else tokens[0])
-
-
 def add_arguments(parser):
     parser.add_argument("--lm-loss-weight", type=float, default=0.0,
                         help="GPT presets: weight λ of the auxiliary language-modelling loss "
@@ -60,6 +36,7 @@ def refuse_gpt_flags(args):
 def classification(settings, args, problem, num_classes, splits):
     """``(model, {split: (features, None)})`` for ``classify`` / ``pair`` with a GPT preset;
     the caller adds the targets."""
+    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
     from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
 
     if problem == "multi_label":
@@ -71,7 +48,7 @@ def classification(settings, args, problem, num_classes, splits):
     model = GPTClassifier.from_preset(settings.preset, num_classes=num_classes,
                                       num_sequences=2 if similarity else 1,
                                       lm_loss_weight=args.lm_loss_weight, dropout=args.dropout)
-    packer = GPTTaskPacker(tokenizer_of(settings.preset), settings.sequence_length)
+    packer = GPTTaskPacker(BytePairTokenizer.from_preset(settings.preset), settings.sequence_length)
 
     def pack(part):
         if not args.pair:
@@ -83,10 +60,11 @@ def classification(settings, args, problem, num_classes, splits):
 
 def choice(settings, args, splits):
     """``(model, {split: features})`` for ``choice`` with a GPT preset."""
+    from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
     from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
 
     model = GPTMultipleChoice.from_preset(settings.preset, lm_loss_weight=args.lm_loss_weight,
                                           dropout=args.dropout)
-    packer = GPTTaskPacker(tokenizer_of(settings.preset), settings.sequence_length)
+    packer = GPTTaskPacker(BytePairTokenizer.from_preset(settings.preset), settings.sequence_length)
     return model, {name: packer.choices(part.contexts, part.choices)
                    for name, part in splits.items() if part is not None}

@@ -147,12 +147,12 @@ def run(args):
         if args.label_all_pieces:
             raise ConfigError("--label-all-pieces applies to BERT presets; a GPT tagger labels "
                               "each word's last piece only.")
+        from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
         from keras_bert_lab.preprocessing.gpt import GPTTaggingPreprocessor
 
         model = GPTTokenClassifier.from_preset(settings.preset, labels=labels)
         preprocessor = train_preprocessor = GPTTaggingPreprocessor(
-            gpt_tasks.tokenizer_of(settings.preset), labels,
-            settings.sequence_length)
+            BytePairTokenizer.from_preset(settings.preset), labels, settings.sequence_length)
     else:
         model = BertTokenClassifier.from_preset(settings.preset, labels=labels)
         preprocessor = TaggingPreprocessor.from_preset(settings.preset, labels=labels,

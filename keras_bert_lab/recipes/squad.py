@@ -5,7 +5,9 @@ BERT's SQuAD recipe (Devlin et al. 2019, §4.2–4.3; google-research/bert ``run
 over the last layer (:class:`~keras_bert_lab.tasks.question_answering.BertSpanQA`), the best
 ``start + end`` span over all windows of a question, scored by the official exact match and F1
 (:mod:`keras_bert_lab.preprocessing.span_qa`, :mod:`keras_bert_lab.metrics.squad`).
-``--version-2`` adds SQuAD 2.0's "no answer" ([CLS]) with a null-score threshold. The validation
+``--version-2`` adds SQuAD 2.0's "no answer" ([CLS]) with a null-score threshold. A GPT preset
+selects :class:`~keras_bert_lab.tasks.gpt_classifier.GPTSpanQA` on ``[start] question [delim]
+context [extract]`` windows (``--lm-loss-weight`` adds GPT-1's auxiliary LM loss). The validation
 F1 picks the best epoch; ``predictions.json`` holds ``{id: answer}`` for ``--predict`` (or for the
 validation file when none is given) and ``valid_predictions.json`` those of the validation file.
 
@@ -23,6 +25,8 @@ import pathlib
 from keras_bert_lab.data.squad import check_trainable, read_squad
 from keras_bert_lab.metrics.squad import squad_scores
 from keras_bert_lab.recipes import finetune as common
+from keras_bert_lab.recipes import gpt_tasks
+from keras_bert_lab.tasks.gpt_classifier import GPTSpanQA
 from keras_bert_lab.tasks.question_answering import BertSpanQA
 
 
@@ -59,6 +63,7 @@ def register(subparsers):
                         help="start/end candidates per window and answers kept per question")
     parser.add_argument("--null-threshold", type=float, default=0.0,
                         help="SQuAD 2.0: answer '' when null score - best span score exceeds this")
+    gpt_tasks.add_arguments(parser)
     common.add_common_arguments(parser, output="out/finetune-squad", sequence_length=384,
                                 batch_size=16, learning_rate=1e-4, epochs=2)
     parser.set_defaults(run=run)
@@ -93,7 +98,11 @@ def run(args):
     output = common.start(settings)
     if settings.limit:
         train_examples = train_examples[:settings.limit]
-    model = BertSpanQA.from_preset(settings.preset)
+    if gpt_tasks.is_gpt(settings.preset):
+        model = GPTSpanQA.from_preset(settings.preset, lm_loss_weight=args.lm_loss_weight)
+    else:
+        gpt_tasks.refuse_gpt_flags(args)
+        model = BertSpanQA.from_preset(settings.preset)
     preprocessor = SpanQAPreprocessor.from_preset(
         settings.preset, sequence_length=settings.sequence_length, doc_stride=args.doc_stride,
         max_query_length=args.max_query_length)

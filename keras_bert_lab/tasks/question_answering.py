@@ -106,13 +106,20 @@ class BertSpanQA(Task):
         and end cross-entropies, and start/end accuracy."""
         if optimizer == "auto":
             optimizer = adamw(self, learning_rate=3e-5)
-        if loss == "auto":
-            loss = {"start_logits": SpanCrossEntropy(name="start_loss"),
-                    "end_logits": SpanCrossEntropy(name="end_loss")}
-        if loss_weights == "auto":
-            loss_weights = {"start_logits": 0.5, "end_logits": 0.5}
-        if metrics == "auto":
-            metrics = {name: [keras.metrics.SparseCategoricalAccuracy("accuracy")]
-                       for name in ("start_logits", "end_logits")}
+        loss, metrics, loss_weights = span_compile_defaults(loss, metrics, loss_weights)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         loss_weights=loss_weights, **kwargs)
+
+
+def span_compile_defaults(loss, metrics, loss_weights):
+    """``(loss, metrics, loss_weights)`` of a span-QA head with each ``"auto"`` filled in: the
+    mean of the start and end :class:`SpanCrossEntropy`, start and end accuracy."""
+    if loss == "auto":
+        loss = {"start_logits": SpanCrossEntropy(name="start_loss"),
+                "end_logits": SpanCrossEntropy(name="end_loss")}
+    if loss_weights == "auto":
+        loss_weights = {"start_logits": 0.5, "end_logits": 0.5}
+    if metrics == "auto":
+        metrics = {name: [keras.metrics.SparseCategoricalAccuracy("accuracy")]
+                   for name in ("start_logits", "end_logits")}
+    return loss, metrics, loss_weights

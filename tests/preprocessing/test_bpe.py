@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from keras_bert_lab.data import registry
 from keras_bert_lab.errors import ConfigError, DataError
-from keras_bert_lab.preprocessing.bpe import (GPT_SPECIAL_TOKENS, BytePairTokenizer, read_encoder,
-                                              read_merges)
+from keras_bert_lab.preprocessing.bpe import GPT_SPECIAL_TOKENS, BytePairTokenizer
+from keras_bert_lab.preprocessing.bpe_files import read_encoder, read_merges
 from tests.conftest import locate_or_skip
 from tests.markers import backend_independent
 
@@ -85,6 +85,22 @@ def test_ids_equal_openai_gpt_tokenizer_python_and_tf_data(trained, valid_lines)
     dataset = tf.data.Dataset.from_tensor_slices(texts).batch(64).map(ours)
     assert [row for batch in dataset for row in batch.to_list()] == expected
     assert sum(row.count(ours.unk_token_id) for row in expected) > 0  # unknown characters seen
+
+
+def test_offsets_equal_openai_gpt_tokenizer_offset_mapping(trained, valid_lines):
+    vocab, merges, reference = trained
+    texts = valid_lines[:300] + HARD_TEXTS
+    expected = reference(texts, add_special_tokens=False, return_offsets_mapping=True)
+    ours = BytePairTokenizer(vocab, merges).encode_with_offsets(texts)
+    assert ours["token_ids"] == expected["input_ids"]
+    spans = [list(zip(a, b)) for a, b in zip(ours["start_offsets"], ours["end_offsets"])]
+    assert spans == [[tuple(span) for span in row] for row in expected["offset_mapping"]]
+    # and on plain English each span is its piece's text
+    token_of = {i: t for t, i in vocab.items()}
+    pieces = [(text[a:b].lower(), token_of[i].removesuffix("</w>"))
+              for text, row, ids in zip(valid_lines[:50], spans, ours["token_ids"])
+              for (a, b), i in zip(row, ids) if i != vocab["<unk>"]]
+    assert len(pieces) > 1000 and all(a == b for a, b in pieces)
 
 
 def test_special_tokens_follow_the_vocabulary(trained):

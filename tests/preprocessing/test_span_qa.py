@@ -198,3 +198,65 @@ def test_preprocessor_from_a_preset_windows_and_answers(tmp_path, tokenizer):
     logits = {"start_logits": start, "end_logits": end}
     assert qa.answers(examples, features, logits) == postprocess(
         examples, features, start, end)[0] == {"q1": "Ada Lovelace"}
+
+
+# ---- GPT rows ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def gpt_tokenizer():
+    from keras_bert_lab.preprocessing.bpe_trainer import train_bpe
+
+    data = synthetic_squad(40, facts=2, filler=3, seed=5)
+    texts = [p["context"] + " " + qa["question"] for a in data["data"] for p in a["paragraphs"]
+             for qa in p["qas"]]
+    return train_bpe(texts, num_merges=150, min_frequency=2)
+
+
+def test_gpt_rows_window_the_context_and_put_no_answer_on_the_extract_token(gpt_tokenizer):
+    t = gpt_tokenizer
+    examples, _ = read_squad(synthetic_squad(6, facts=2, filler=6, seed=6))
+    features = prepare_features(examples, t, sequence_length=40, doc_stride=10)
+    assert len(features) > 2 * len(examples) and "segment_ids" not in features.inputs
+    answered = 0
+    for row in range(len(features)):
+        ids = features.inputs["token_ids"][row]
+        length = int(features.inputs["padding_mask"][row].sum())
+        example = examples[features.example_index[row]]
+        question = t.encode(example.question)
+        assert ids[0] == t.start_token_id and ids[len(question) + 1] == t.delimiter_token_id
+        assert ids[:len(question) + 1].tolist()[1:] == question
+        assert ids[length - 1] == t.classify_token_id and not ids[length:].any()
+        assert features.null_positions[row] == length - 1          # the extract token
+        context = np.flatnonzero(features.offsets[row, :, 0] >= 0)
+        assert context.tolist() == list(range(len(question) + 2, length - 1))
+        s, e = features.start_positions[row], features.end_positions[row]
+        if s == features.null_positions[row]:
+            assert e == s
+            continue
+        answered += 1
+        begin, finish = features.offsets[row, s, 0], features.offsets[row, e, 1]
+        assert example.context[begin:finish] == example.answers[0][0]
+    assert answered >= len(examples)   # every answer lies wholly inside at least one window
+
+    start = np.zeros((len(features), 40), "float32")
+    end = np.zeros_like(start)
+    rows = np.arange(len(features))
+    start[rows, features.start_positions] = end[rows, features.end_positions] = 5.0
+    predictions, _ = postprocess(examples, features, start, end)
+    assert predictions == {e.id: e.answers[0][0] for e in examples}
+    start[:], end[:] = 0.0, 0.0
+    start[rows, features.null_positions] = end[rows, features.null_positions] = 5.0
+    assert set(postprocess(examples, features, start, end, version_2=True)[0].values()) == {""}
+
+
+def test_gpt_preprocessor_from_a_gpt_preset(tmp_path, gpt_tokenizer):
+    from keras_bert_lab import GPTBackbone, GPTConfig
+
+    config = GPTConfig.from_size("tiny", vocab_size=gpt_tokenizer.vocabulary_size,
+                                 max_positions=32)
+    path = GPTBackbone(config).save_to_preset(tmp_path / "g", vocabulary=gpt_tokenizer.vocabulary,
+                                              merges=gpt_tokenizer.merges)
+    qa = SpanQAPreprocessor.from_preset(path, sequence_length=32, doc_stride=8)
+    examples, _ = read_squad(synthetic_squad(3, facts=1, filler=4, seed=7))
+    expected = prepare_features(examples, gpt_tokenizer, sequence_length=32, doc_stride=8)
+    np.testing.assert_array_equal(qa(examples).inputs["token_ids"],
+                                  expected.inputs["token_ids"])

@@ -78,3 +78,30 @@ def test_gpt_flags_are_refused_with_bert_and_bert_flags_with_gpt(gpt_preset, tmp
                  "--preset", str(gpt_preset / "preset"), "--pooling", "mean",
                  "--output", str(tmp_path / "o")]) == 2
     assert "--pooling applies to BERT presets" in capsys.readouterr().err
+
+
+def test_squad_learns_templated_questions_with_a_gpt_preset(tmp_path, capsys):
+    from tests.synthetic_squad import synthetic_squad
+
+    train, valid = synthetic_squad(300, facts=1, filler=2, seed=1), \
+        synthetic_squad(60, facts=1, filler=2, seed=2)
+    texts = [p["context"] + " " + qa["question"] for data in (train, valid)
+             for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]]
+    tokenizer = train_bpe(texts, num_merges=300, min_frequency=2)
+    config = GPTConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=64)
+    preset = GPTCausalLM(GPTBackbone(config)).save_to_preset(
+        tmp_path / "lm", vocabulary=tokenizer.vocabulary, merges=tokenizer.merges)
+    for name, data in (("train", train), ("valid", valid)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    argv = ["finetune", "squad", "--train", str(tmp_path / "train.json"),
+            "--valid", str(tmp_path / "valid.json"), "--preset", str(preset),
+            "--epochs", "4", "--batch-size", "16", "--sequence-length", "48", "--doc-stride", "16",
+            "--learning-rate", "2e-3", "--patience", "6", "--output", str(tmp_path / "qa")]
+    assert main(argv) == 0
+    metrics = json.loads((tmp_path / "qa" / "metrics.json").read_text())
+    assert metrics["best"]["exact_match"] >= 80.0, metrics["best"]
+    from keras_bert_lab.tasks.gpt_classifier import GPTSpanQA
+    assert isinstance(GPTSpanQA.from_preset(tmp_path / "qa" / "preset"), GPTSpanQA)
+    bert_preset = ["--preset", "minilm_l6_en_uncased", "--lm-loss-weight", "0.5"]
+    assert main([*argv[:6], *bert_preset, "--output", str(tmp_path / "b")]) == 2
+    assert "--lm-loss-weight applies to GPT presets" in capsys.readouterr().err

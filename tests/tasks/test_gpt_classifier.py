@@ -1,5 +1,6 @@
 """GPT-1's task heads: multiple-choice parity with transformers' OpenAIGPTDoubleHeadsModel, the
-auxiliary LM loss, the similarity transformation, padding, serialisation."""
+auxiliary LM loss, the similarity transformation, padding, serialisation; the tagging and span-QA
+heads GPT-1 did not have."""
 
 import keras
 import numpy as np
@@ -10,7 +11,7 @@ from keras_bert_lab.models.gpt import GPTBackbone
 from keras_bert_lab.models.gpt_config import GPTConfig
 from keras_bert_lab.presets.convert.openai_gpt import config_to_hf, load_hf_weights
 from keras_bert_lab.tasks.causal_lm import GPTCausalLM, next_token_batch
-from keras_bert_lab.tasks.gpt_classifier import (GPTClassifier, GPTMultipleChoice,
+from keras_bert_lab.tasks.gpt_classifier import (GPTClassifier, GPTMultipleChoice, GPTSpanQA,
                                                  GPTTokenClassifier)
 from tests.conftest import to_numpy
 
@@ -153,3 +154,35 @@ def test_token_classifier_reads_only_the_left_context_learns_and_round_trips(tmp
     np.testing.assert_allclose(to_numpy(again(x)), to_numpy(model(x)), atol=1e-5)
     with pytest.raises(ConfigError, match="duplicates"):
         GPTTokenClassifier(GPTBackbone(CONFIG), labels=["O", "O"])
+
+
+def test_span_qa_reads_only_the_left_context_learns_and_round_trips(tmp_path):
+    pretrained = GPTCausalLM(GPTBackbone(CONFIG), output_bias=True)
+    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    preset = pretrained.save_to_preset(tmp_path / "lm", vocabulary=vocab, merges=["t 1"])
+    model = GPTSpanQA.from_preset(preset, lm_loss_weight=0.5)
+    assert model.lm_output_bias and model.auxiliary_lm.lm_head.bias is not None
+    ids, mask = rows(8, 12, [12, 9, 11, 7, 12, 10, 8, 12], seed=5)
+    x = {"token_ids": ids, "padding_mask": mask}
+    out = {k: to_numpy(v) for k, v in model(x).items()}
+    assert {k: (v.shape, v.dtype) for k, v in out.items()} == \
+        {k: ((8, 12), np.float32) for k in ("start_logits", "end_logits")}
+    later = {"token_ids": ids.copy(), "padding_mask": mask}
+    later["token_ids"][:, 6:] = (later["token_ids"][:, 6:] + 7) % CONFIG.vocab_size
+    changed = {k: to_numpy(v) for k, v in model(later).items()}
+    for key in out:
+        np.testing.assert_allclose(changed[key][:, :6], out[key][:, :6], atol=1e-6)
+        assert np.abs(changed[key][0, 6:] - out[key][0, 6:]).max() > 1e-4
+    # the span is where a marker token stands: the start at it, the end one after it
+    start = np.array([2, 5, 3, 1, 7, 4, 6, 2])
+    ids[np.arange(8), start] = 1
+    y = {"start_logits": start, "end_logits": start + 1}
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = model.fit(x, y, epochs=40, verbose=0)
+    assert history.history["start_logits_accuracy"][-1] == 1.0
+    assert history.history["end_logits_accuracy"][-1] == 1.0
+    saved = model.save_to_preset(tmp_path / "qa", vocabulary=vocab, merges=["t 1"])
+    again = GPTSpanQA.from_preset(saved)
+    assert again.lm_loss_weight == 0.5
+    for key, value in again(x).items():
+        np.testing.assert_allclose(to_numpy(value), to_numpy(model(x)[key]), atol=1e-5)
