@@ -48,7 +48,7 @@ class SquadFeatures:
     """Model inputs of the windows plus what post-processing needs to map them back.
 
     Attributes:
-        inputs: ``token_ids``, ``segment_ids``, ``padding_mask``, each (N, L) int32.
+        inputs: ``token_ids``, ``segment_ids`` (BERT only), ``padding_mask``, each (N, L) int32.
         start_positions, end_positions: (N,) int32 gold token positions (the null position
             when the window does not hold the answer).
         null_positions: (N,) int32, the position that stands for "no answer": [CLS] (0) for

@@ -17,8 +17,6 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_lab import BertBackbone
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 TOLERANCE = 1e-5
 
@@ -38,14 +36,14 @@ def _weights(model):
 
 
 def run_task_test(model, x, y=None, sample_weight=None, *, expected_shapes, vocabulary,
-                  tmp_path, train=True):
+                  tmp_path, train=True, merges=None):
     """Run the shared checks on ``model`` (see the module docstring); returns the preset path.
 
     Args:
         model: a freshly built task on a tiny backbone, dropout included.
         x, y, sample_weight: one batch (NumPy), as ``fit`` takes it.
         expected_shapes: the output shapes, in the output structure (a shape or a dict).
-        vocabulary: the token list saved with the preset.
+        vocabulary: the token list saved with the preset; ``merges`` too for a BPE model.
         train: whether ``compile()`` + ``fit`` apply (a task without a training loss: no).
     """
     cls = type(model)
@@ -77,13 +75,14 @@ def run_task_test(model, x, y=None, sample_weight=None, *, expected_shapes, voca
     assert type(restored) is cls
     assert_same_outputs(numpy_outputs(restored, x), out, what=".keras round trip")
     # 5. the preset
-    preset = model.save_to_preset(tmp_path / f"{cls.__name__}_preset", vocabulary=vocabulary)
+    preset = model.save_to_preset(tmp_path / f"{cls.__name__}_preset", vocabulary=vocabulary,
+                                  **({"merges": merges} if merges else {}))
     loaded = cls.from_preset(preset)
     assert_same_outputs(numpy_outputs(loaded, x), out, what="preset round trip")
     arguments = {k: v for k, v in loaded.get_config().items() if k not in ("backbone", "name")}
     assert arguments == {k: v for k, v in config.items() if k not in ("backbone", "name")}
-    backbone = BertBackbone.from_preset(preset)
-    backbone_inputs = {k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    backbone = type(model.backbone).from_preset(preset)
+    backbone_inputs = {k: x[k] for k in model.backbone.input}
     if backbone_inputs["token_ids"].ndim == 2:
         assert_same_outputs(numpy_outputs(backbone, backbone_inputs)["sequence_output"],
                             numpy_outputs(model.backbone, backbone_inputs)["sequence_output"],

@@ -1,18 +1,23 @@
 """Every task passes the same checks (tests/tasks/helpers.py): outputs, fit with the compile()
 defaults, config, the .keras file, the preset round trip — and its preset loads under the other
-two backends with the same outputs. Task-specific behaviour (parity with transformers, losses,
-arguments) is in each task's own test file."""
+two backends with the same outputs. BERT's heads and GPT's (classification with the auxiliary LM
+loss, similarity, multiple choice, tagging, span QA). Task-specific behaviour (parity with
+transformers, losses, arguments) is in each task's own test file."""
 
 import numpy as np
 import pytest
 
 from keras_bert_lab import (BertBackbone, BertClassifier, BertConfig, BertMultipleChoice,
-                            BertPretrainer, BertSpanQA, BertTokenClassifier, SentenceEmbedder)
+                            BertPretrainer, BertSpanQA, BertTokenClassifier, GPTBackbone,
+                            GPTClassifier, GPTConfig, GPTMultipleChoice, GPTSpanQA,
+                            GPTTokenClassifier, SentenceEmbedder)
 from tests.conftest import padded_pair_batch
 from tests.presets.helpers import tiny_vocab
 from tests.tasks.helpers import check_presets_in_other_backends, run_task_test
 
 CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
+GPT_CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
+GPT_VOCABULARY = [f"t{i}" for i in range(GPT_CONFIG.vocab_size)]   # "t1" made by the one merge
 B = 3
 
 
@@ -22,8 +27,40 @@ def pair_batch(seed=0):
                              first_word_id=8)
 
 
+def gpt_rows(seed=0):
+    """``[start] … [extract]``-shaped right-padded rows (the heads read the last real token)."""
+    x = pair_batch(seed)
+    return {k: x[k] for k in ("token_ids", "padding_mask")}
+
+
+def gpt_case(name):
+    backbone = GPTBackbone(GPT_CONFIG)
+    x = gpt_rows()
+    T = x["token_ids"].shape[1]
+    both = {k: np.stack([v, gpt_rows(seed=1)[k]], axis=1) for k, v in x.items()}   # S = C = 2
+    if name == "gpt_classifier":
+        return (GPTClassifier(backbone, num_classes=3, lm_loss_weight=0.5), x,
+                np.array([0, 2, 1]), None, (B, 3), True)
+    if name == "gpt_similarity":
+        return (GPTClassifier(backbone, num_classes=1, num_sequences=2), both,
+                np.array([0.5, 3.0, 1.5], "float32"), None, (B, 1), True)
+    if name == "gpt_multiple_choice":
+        return GPTMultipleChoice(backbone), both, np.array([1, 0, 1]), None, (B, 2), True
+    if name == "gpt_token_classifier":
+        y = np.random.default_rng(0).integers(0, 3, size=(B, T))
+        return (GPTTokenClassifier(backbone, labels=["O", "B-X", "I-X"]), x, y,
+                x["padding_mask"].astype("float32"), (B, T, 3), True)
+    if name == "gpt_span_qa":
+        y = {"start_logits": np.array([3, 8, 2]), "end_logits": np.array([4, 8, 2])}   # 8: extract
+        return (GPTSpanQA(backbone, lm_loss_weight=0.5), x, y, None,
+                {"end_logits": (B, T), "start_logits": (B, T)}, True)
+    raise ValueError(name)
+
+
 def case(name):
     """``(model, x, y, sample_weight, expected_shapes, train)`` of one task."""
+    if name.startswith("gpt_"):
+        return gpt_case(name)
     backbone = BertBackbone(CONFIG)
     x = pair_batch()
     T = x["token_ids"].shape[1]
@@ -53,7 +90,8 @@ def case(name):
 
 
 TASKS = ["pretrainer", "classifier", "multiple_choice", "span_qa", "token_classifier",
-         "sentence_embedder"]
+         "sentence_embedder", "gpt_classifier", "gpt_similarity", "gpt_multiple_choice",
+         "gpt_token_classifier", "gpt_span_qa"]
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +101,11 @@ def checked(tmp_path_factory):
     for name in TASKS:
         model, x, y, weights, shapes, train = case(name)
         tmp = tmp_path_factory.mktemp(name)
+        gpt = name.startswith("gpt_")
         try:
             preset = run_task_test(model, x, y, weights, expected_shapes=shapes,
-                                   vocabulary=tiny_vocab(), tmp_path=tmp, train=train)
+                                   vocabulary=GPT_VOCABULARY if gpt else tiny_vocab(),
+                                   merges=["t 1"] if gpt else None, tmp_path=tmp, train=train)
             results[name] = (model, preset, x, None)
         except AssertionError as error:  # reported by that task's test
             results[name] = (model, None, x, error)
