@@ -158,8 +158,9 @@ def main():
             continue
         preset = pretrained[model] if is_pretrained else scratch[model]
         run = out / "finetune" / f"{row}-{task}-{seed}"
+        epochs = args.ner_epochs if task == "wnut16" else args.epochs
         argv = ["finetune", *command, "--preset", preset, "--output", run, "--overwrite",
-                "--epochs", args.ner_epochs if task == "wnut16" else args.epochs,
+                "--epochs", epochs, "--patience", epochs,   # every epoch runs; the best is kept
                 "--batch-size", args.batch_size, "--learning-rate", args.learning_rate,
                 "--seed", seed]
         if task == "qa":
