@@ -37,6 +37,16 @@ from keras_bert_lab.errors import DataError
 from keras_bert_lab.preprocessing.tagging import AlignedTags, TaggingPreprocessor
 
 
+def pad_rows(sequences, length):
+    """Id lists (each at most ``length`` long) → right-padded ``token_ids`` (pad 0) and
+    ``padding_mask``, each ``(N, length)`` int32."""
+    token_ids = np.zeros((len(sequences), length), "int32")
+    padding_mask = np.zeros_like(token_ids)
+    for row, ids in enumerate(sequences):
+        token_ids[row, :len(ids)], padding_mask[row, :len(ids)] = ids, 1
+    return {"token_ids": token_ids, "padding_mask": padding_mask}
+
+
 class GPTTaskPacker:
     """Pack texts into GPT-1's task rows with a ``BytePairTokenizer``'s special tokens.
 
@@ -63,13 +73,7 @@ class GPTTaskPacker:
         return [self.tokenizer.encode(text) for text in texts]
 
     def _rows(self, sequences):
-        n, length = len(sequences), self.sequence_length
-        token_ids = np.zeros((n, length), "int32")
-        padding_mask = np.zeros((n, length), "int32")
-        for row, ids in enumerate(sequences):
-            token_ids[row, :len(ids)] = ids
-            padding_mask[row, :len(ids)] = 1
-        return {"token_ids": token_ids, "padding_mask": padding_mask}
+        return pad_rows(sequences, self.sequence_length)
 
     def _pair_ids(self, first, second):
         first, second = list(first), list(second)

@@ -38,6 +38,7 @@ import numpy as np
 from keras_bert_lab.data.squad import SquadExample  # noqa: F401 (examples)
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
+from keras_bert_lab.preprocessing.gpt import pad_rows
 from keras_bert_lab.preprocessing.packer import BertPacker
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.presets.registry import read_preset
@@ -149,12 +150,8 @@ class _GPTRows(_BertRows):
 
     def pack(self, questions, windows):
         t = self.tokenizer
-        token_ids = np.zeros((len(questions), self.sequence_length), "int32")
-        padding_mask = np.zeros_like(token_ids)
-        for row, (question, window) in enumerate(zip(questions, windows)):
-            ids = [t.start_token_id, *question, t.delimiter_token_id, *window, t.classify_token_id]
-            token_ids[row, :len(ids)], padding_mask[row, :len(ids)] = ids, 1
-        return {"token_ids": token_ids, "padding_mask": padding_mask}
+        return pad_rows([[t.start_token_id, *q, t.delimiter_token_id, *w, t.classify_token_id]
+                         for q, w in zip(questions, windows)], self.sequence_length)
 
 
 def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,

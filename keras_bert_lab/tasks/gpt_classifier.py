@@ -77,20 +77,27 @@ class AuxiliaryLMLoss(keras.layers.Layer):
         return {**super().get_config(), "weight": self.weight, "use_bias": self.use_bias}
 
 
+def with_auxiliary_lm(backbone, hidden, rows, lm_loss_weight, lm_output_bias=False):
+    """``(hidden, layer)``: ``hidden`` passed through an ``AuxiliaryLMLoss`` on ``rows``'
+    tokens when ``lm_loss_weight`` (``layer`` is then that layer, else ``None``)."""
+    if not lm_loss_weight:
+        return hidden, None
+    layer = AuxiliaryLMLoss(backbone.token_embedding, lm_loss_weight, use_bias=lm_output_bias,
+                            dtype=backbone.dtype_policy, name="auxiliary_lm")
+    return layer(hidden, rows["token_ids"], rows["padding_mask"]), layer
+
+
 def extract_states(backbone, inputs, lm_loss_weight, sequences, lm_output_bias=False):
     """``(states (B·S, H), layers)``: fold ``S`` sequences into rows, run the backbone (adding
     the auxiliary LM loss when ``lm_loss_weight``), take each row's extract state. ``layers`` are
     the new layers by attribute name (set on the task after ``Model.__init__``, as torch needs)."""
     layers = {"fold": FoldChoices(name="fold_sequences") if sequences else None,
-              "last_token": LastTokenState(name="extract_state"), "auxiliary_lm": None}
+              "last_token": LastTokenState(name="extract_state")}
     rows = {name: layers["fold"](inputs[name]) if sequences else inputs[name]
             for name in INPUT_NAMES}                                              # (B·S, T)
     hidden = backbone(rows)["sequence_output"]                                    # (B·S, T, H)
-    if lm_loss_weight:
-        layers["auxiliary_lm"] = AuxiliaryLMLoss(backbone.token_embedding, lm_loss_weight,
-                                                 use_bias=lm_output_bias,
-                                                 dtype=backbone.dtype_policy, name="auxiliary_lm")
-        hidden = layers["auxiliary_lm"](hidden, rows["token_ids"], rows["padding_mask"])
+    hidden, layers["auxiliary_lm"] = with_auxiliary_lm(backbone, hidden, rows, lm_loss_weight,
+                                                       lm_output_bias)
     return layers["last_token"](hidden, rows["padding_mask"]), layers                 # (B·S, H)
 
 
@@ -349,12 +356,8 @@ class GPTSpanQA(_GPTHead):
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         hidden = backbone(inputs)["sequence_output"]                              # (B, T, H)
-        auxiliary = None
-        if lm_loss_weight:
-            auxiliary = AuxiliaryLMLoss(backbone.token_embedding, lm_loss_weight,
-                                        use_bias=lm_output_bias, dtype=backbone.dtype_policy,
-                                        name="auxiliary_lm")
-            hidden = auxiliary(hidden, inputs["token_ids"], inputs["padding_mask"])
+        hidden, auxiliary = with_auxiliary_lm(backbone, hidden, inputs, lm_loss_weight,
+                                              lm_output_bias)
         span_head = keras.layers.Dense(
             2, kernel_initializer=truncated_normal(backbone.config.initializer_range),
             dtype=backbone.dtype_policy, name="span_head")
