@@ -119,10 +119,19 @@ class Word2Vec(keras.Model):
         return np.full((batch_size, 1), self.negatives / (self.shared_pool or self.negatives),
                        "float32")
 
-    def compile(self, optimizer="sgd", row_sparse=True, **kwargs):
+    def compile(self, optimizer="sgd", row_sparse=True, updates_per_batch=1, **kwargs):
         """As ``keras.Model.compile``, with this model's loss by default. ``row_sparse``: train
         plain SGD with the row-sparse step (see the module docstring); ``False`` differentiates
-        through the gathers as any Keras model does (the same update, slower)."""
+        through the gathers as any Keras model does (the same update, slower).
+
+        ``updates_per_batch``: each batch ``fit`` hands over is ``updates_per_batch`` batches laid
+        end to end, applied as that many successive SGD updates inside one compiled step (each
+        sub-batch with its own shared noise pool in its first rows, and the rate of its own
+        update count). The same updates as feeding the sub-batches one by one, without Keras'
+        per-batch cost (a dispatch and a host-to-device copy per array, which exceeds the update
+        itself at word2vec's sizes). The logged loss is then the first update's of each batch:
+        computing it costs about a third of an update (gensim computes none by default), so the
+        other updates skip it. Needs the row-sparse step."""
         kwargs.setdefault("loss", NegativeSamplingLoss())
         super().compile(optimizer=optimizer, **kwargs)
         sgd = self.optimizer
@@ -132,6 +141,14 @@ class Word2Vec(keras.Model):
             and sgd.clipnorm is None and sgd.clipvalue is None and sgd.global_clipnorm is None
             and sgd.gradient_accumulation_steps is None
             and isinstance(kwargs["loss"], NegativeSamplingLoss))
+        if int(updates_per_batch) < 1:
+            raise ConfigError(f"updates_per_batch must be at least 1, got {updates_per_batch}.")
+        if updates_per_batch > 1 and not self.takes_sparse_steps:
+            raise ConfigError(
+                f"updates_per_batch={updates_per_batch} needs the row-sparse step: plain SGD "
+                "(no momentum, weight decay, clipping or accumulation), this model's loss and "
+                "row_sparse=True. Use updates_per_batch=1 with any other optimizer.")
+        self.updates_per_batch = int(updates_per_batch)
 
     def train_step(self, *args):
         if not getattr(self, "takes_sparse_steps", False):
@@ -153,20 +170,37 @@ class Word2Vec(keras.Model):
         return logs, new_state
 
     def _sparse_sgd_step(self, data):
-        """One SGD step that scatters ``−rate · gradient`` into the rows the batch touched."""
+        """``updates_per_batch`` row-sparse SGD updates, one per sub-batch, in order."""
         inputs, noise_weights = data[0], data[1]
+        parts = self.updates_per_batch
+        size = ops.shape(inputs["center"])[0] // parts
+        for i in range(parts):
+            part = slice(i * size, (i + 1) * size)
+            loss = self._sparse_update(inputs["center"][part], inputs["context"][part],
+                                       inputs["negatives"][part], noise_weights[part],
+                                       with_loss=i == 0)
+            if i == 0:
+                self._loss_tracker.update_state(loss, sample_weight=size)
+        return self.get_metrics_result()
+
+    def _sparse_update(self, center, context, noise, noise_weights, with_loss=True):
+        """One SGD update that scatters ``−rate · gradient`` into the rows the batch touched;
+        returns the batch's summed loss (``None`` without ``with_loss``)."""
         input_table = self.get_layer("input_vectors").embeddings
         output_table = self.get_layer("output_vectors").embeddings
         # B batch, K noise columns (negatives, or the pool), W context width, D dim.
-        center = ops.cast(inputs["center"], "int32")                     # (B,)
-        context = ops.cast(inputs["context"], "int32")                   # (B, W)
-        noise = ops.cast(inputs["negatives"], "int32")
+        center = ops.cast(center, "int32")                               # (B,)
+        context = ops.cast(context, "int32")                             # (B, W)
+        noise = ops.cast(noise, "int32")
         if self.shared_pool:
             noise = noise[: self.shared_pool, 0]                          # (K,)
-        real = ops.cast(context >= 0, input_table.dtype)                 # (B, W)
-        share = real / ops.maximum(ops.sum(real, axis=1, keepdims=True), 1.0)
         context_ids = ops.maximum(context, 0)
-        hidden = ops.einsum("bw,bwd->bd", share, _rows(input_table, context_ids))
+        if context.shape[-1] == 1:   # skip-gram: the context word's own vector
+            hidden = _rows(input_table, context_ids[:, 0])
+        else:                        # CBOW: the mean of the window's real words
+            real = ops.cast(context >= 0, input_table.dtype)             # (B, W)
+            share = real / ops.maximum(ops.sum(real, axis=1, keepdims=True), 1.0)
+            hidden = ops.einsum("bw,bwd->bd", share, _rows(input_table, context_ids))
         center_vectors = _rows(output_table, center)                     # (B, D)
         noise_vectors = _rows(output_table, noise)                       # (K, D) or (B, K, D)
         positive = ops.sum(hidden * center_vectors, axis=-1)             # (B,)
@@ -175,10 +209,9 @@ class Word2Vec(keras.Model):
             negative = ops.matmul(hidden, ops.transpose(noise_vectors))  # (B, K)
         else:
             negative = ops.einsum("bd,bkd->bk", hidden, noise_vectors)
-        losses = -ops.log_sigmoid(positive) - ops.sum(weights * ops.log_sigmoid(-negative), -1)
         # ∂loss/∂score: σ(s₀) − 1 for the true pair, w·σ(s) for each noise score.
-        positive_grad = -ops.sigmoid(-positive)                          # (B,)
-        negative_grad = weights * ops.sigmoid(negative)                  # (B, K)
+        positive_grad = -_sigmoid(-positive)                             # (B,)
+        negative_grad = weights * _sigmoid(negative)                     # (B, K)
         if self.shared_pool:
             hidden_grad = positive_grad[:, None] * center_vectors + ops.matmul(
                 negative_grad, noise_vectors)
@@ -192,14 +225,18 @@ class Word2Vec(keras.Model):
         output_rows = ops.concatenate([center, ops.reshape(noise, (-1,))], axis=0)
         output_steps = ops.concatenate([positive_grad[:, None] * hidden,
                                         ops.reshape(noise_grad, (-1, dim))], axis=0)
-        input_steps = share[..., None] * hidden_grad[:, None, :]          # (B, W, D)
-        _add_rows(input_table, ops.reshape(context_ids, (-1,)),
-                  -rate * ops.reshape(input_steps, (-1, dim)))
+        if context.shape[-1] == 1:
+            _add_rows(input_table, context_ids[:, 0], -rate * hidden_grad)
+        else:
+            input_steps = share[..., None] * hidden_grad[:, None, :]      # (B, W, D)
+            _add_rows(input_table, ops.reshape(context_ids, (-1,)),
+                      -rate * ops.reshape(input_steps, (-1, dim)))
         _add_rows(output_table, output_rows, -rate * output_steps)
         self.optimizer.iterations.assign_add(1)
-        loss = ops.sum(losses)
-        self._loss_tracker.update_state(loss, sample_weight=ops.shape(center)[0])
-        return self.get_metrics_result()
+        if not with_loss:
+            return None
+        # −log σ(s) = softplus(−s).
+        return ops.sum(_softplus(-positive)) + ops.sum(weights * _softplus(negative))
 
     def get_config(self):
         return {"vocabulary_size": self.vocabulary_size, "dim": self.dim,
@@ -216,6 +253,18 @@ class Word2Vec(keras.Model):
 # donated buffer, but which TensorFlow and PyTorch would copy. On those two the backend
 # variable's own row-wise methods are called (methods of the variable: no backend import), and
 # TensorFlow gathers the rows from the variable itself instead of reading the whole table.
+
+
+def _sigmoid(x):
+    """σ(x) as ``(tanh(x/2) + 1) / 2`` (on JAX's CPU backend, 0.009 ms per 2,048 × 16 scores
+    against 0.023 ms for ``ops.sigmoid``)."""
+    return 0.5 * ops.tanh(0.5 * x) + 0.5
+
+
+def _softplus(x):
+    """``log(1 + eˣ)``, stable for any ``x`` (0.027 ms per 2,048 × 16 against 0.074 ms for
+    ``ops.log_sigmoid`` on JAX's CPU backend)."""
+    return ops.maximum(x, 0.0) + ops.log1p(ops.exp(-ops.abs(x)))
 
 
 def _rows(table, ids):

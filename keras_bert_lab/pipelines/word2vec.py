@@ -106,7 +106,7 @@ def expected_examples(ids, starts, keep, window, architecture="skipgram"):
 
 def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_size=1024,
                      architecture="skipgram", shared_pool=0, seed=0, chunk_words=65536,
-                     repeat=True, first_epoch=0):
+                     repeat=True, first_epoch=0, batches_per_element=1):
     """The ``tf.data.Dataset`` of word2vec batches (see the module docstring).
 
     Args:
@@ -116,14 +116,17 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
         without a break; with ``repeat=False`` the last, partial batch is dropped). architecture: ``"skipgram"`` or ``"cbow"``.
         shared_pool: 0 for per-example noise words, else one pool of that many per batch.
         seed: the run's seed. repeat: one epoch after another (``first_epoch`` onwards), for
-        ``fit(steps_per_epoch=…)``; ``False`` for exactly one epoch.
+        ``fit(steps_per_epoch=…)``; ``False`` for exactly one epoch. batches_per_element: that
+        many successive batches laid end to end in each element (each with its own noise), for
+        ``Word2Vec.compile(updates_per_batch=…)``: the same batches as with 1, fewer elements.
     """
     if architecture not in ("skipgram", "cbow"):
         raise ConfigError(f"architecture={architecture!r}; choose 'skipgram' or 'cbow'.")
     if shared_pool and shared_pool > batch_size:
         raise ConfigError(f"shared_pool={shared_pool} cannot exceed batch_size={batch_size}.")
-    if window < 1 or negatives < 1 or batch_size < 1:
-        raise ConfigError("window, negatives and batch_size must each be at least 1.")
+    if min(window, negatives, batch_size, batches_per_element) < 1:
+        raise ConfigError("window, negatives, batch_size and batches_per_element must each be "
+                          "at least 1.")
     bounds = chunk_bounds(starts, chunk_words)
     starts = np.asarray(starts, "int64")
     sentence_of = np.repeat(np.arange(len(starts) - 1, dtype="int32"), np.diff(starts))
@@ -158,8 +161,7 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
                                                          seed=seeds + [0, 104729])
         return tf.gather(center, order), tf.gather(context, order)
 
-    def add_noise(step, batch):
-        center, context = batch
+    def noise_of(step):
         seeds = tf.stack([tf.cast(seed, tf.int64) * 1_000_003 + 1, step])
         columns = 1 if shared_pool else negatives
         rows = shared_pool if shared_pool else batch_size
@@ -169,7 +171,14 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
         noise_ids = tf.reshape(tf.minimum(noise_ids, vocabulary_size - 1), (rows, columns))
         if shared_pool:
             noise_ids = tf.pad(noise_ids, [[0, batch_size - shared_pool], [0, 0]])
-        weights = tf.fill((batch_size, 1), negatives / (shared_pool or negatives))
+        return noise_ids
+
+    def add_noise(element, batch):
+        center, context = batch
+        first = element * batches_per_element
+        noise_ids = tf.concat([noise_of(first + i) for i in range(batches_per_element)], 0)
+        weights = tf.fill((batch_size * batches_per_element, 1),
+                          negatives / (shared_pool or negatives))
         return {"center": center, "context": context, "negatives": noise_ids}, weights
 
     def epoch_of(epoch):
@@ -177,9 +186,12 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
             tf.range(len(bounds), dtype=tf.int64), seed=tf.stack([tf.cast(seed, tf.int64),
                                                                    epoch]))
         return tf.data.Dataset.from_tensor_slices(order).map(
-            lambda chunk: examples(epoch, chunk))
+            lambda chunk: examples(epoch, chunk), num_parallel_calls=2,
+            deterministic=True)
 
     epochs = tf.data.Dataset.range(first_epoch, first_epoch + (2 ** 62 if repeat else 1))
-    data = epochs.flat_map(epoch_of).rebatch(batch_size, drop_remainder=True)
+    data = epochs.flat_map(epoch_of).rebatch(batch_size * batches_per_element,
+                                             drop_remainder=True)
     data = data.enumerate().map(add_noise, num_parallel_calls=tf.data.AUTOTUNE)
     return data.prefetch(tf.data.AUTOTUNE)
+

@@ -60,7 +60,7 @@ class Word2VecSettings:
     min_learning_rate: float = 1e-4
     batch_size: int = 2048
     shared_pool: int = 16              # 0: each example its own noise words (word2vec.c)
-    steps_per_execution: int = 50      # steps per compiled call (PyTorch: always 1)
+    steps_per_execution: int = 16      # SGD updates per compiled step (batches end to end)
     lowercase: bool = True
     seed: int = 0
 
@@ -107,7 +107,6 @@ class WordRate(keras.callbacks.Callback):
         self.epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
-        # `batch` is the last step of the call (several with `steps_per_execution`).
         done = (self.epoch * self.steps_per_epoch + batch + 1) * self.per_step
         self.bar.update(max(min(done, self.total) - self.bar.n, 0))
         if batch % 20 == 0 and logs and "loss" in logs:
@@ -176,18 +175,19 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     keras.utils.set_random_seed(settings.seed)
     keep = keep_probabilities(vocabulary.counts, settings.sample, settings.subsampling)
     expected = expected_examples(ids, starts, keep, settings.window, settings.architecture)
-    # Several steps per compiled call (not on PyTorch, where Keras runs one), and epochs a whole
-    # number of calls (an epoch of `fit` is then up to `per_call - 1` steps short of a pass).
+    # Several updates per compiled step: `per_call` batches laid end to end are applied in
+    # order inside one step (`Word2Vec.compile(updates_per_batch=…)`, on every backend), and
+    # epochs are a whole number of such steps (up to `per_call - 1` updates short of a pass).
+    # Steps, checkpoints and the rate schedule count updates, as with one batch per step.
     steps_per_epoch = max(int(expected // settings.batch_size), 1)
-    per_call = 1 if keras.backend.backend() == "torch" else min(settings.steps_per_execution,
-                                                                 steps_per_epoch)
+    per_call = min(settings.steps_per_execution, steps_per_epoch)
     steps_per_epoch -= steps_per_epoch % per_call
     total_steps = steps_per_epoch * settings.epochs
     model = Word2Vec(len(vocabulary), settings.dim, settings.negatives, settings.architecture,
                      settings.window, settings.shared_pool)
     schedule = WarmupLinearDecay(settings.learning_rate, 0, total_steps,
                                  settings.min_learning_rate)
-    model.compile(keras.optimizers.SGD(schedule), steps_per_execution=per_call)
+    model.compile(keras.optimizers.SGD(schedule), updates_per_batch=per_call)
     checkpoints = output / "checkpoints"
     step = 0
     if resume:
@@ -196,7 +196,8 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     data = skipgram_dataset(ids, starts, keep=keep, noise=noise_distribution(vocabulary.counts),
                             window=settings.window, negatives=settings.negatives,
                             batch_size=settings.batch_size, architecture=settings.architecture,
-                            shared_pool=settings.shared_pool, seed=settings.seed).skip(step)
+                            shared_pool=settings.shared_pool, seed=settings.seed,
+                            batches_per_element=per_call).skip(step // per_call)
     logger.info("%d words in the vocabulary; %d of %d corpus words kept; ~%.0f examples per "
                 "epoch, %d steps of %d.", len(vocabulary), len(ids), vocabulary.total_words,
                 expected, total_steps, settings.batch_size)
@@ -205,10 +206,10 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     # (fit's `initial_epoch`) at the very batch where it stopped (`skip(step)` above).
     checkpoint = TrainingCheckpoint(str(checkpoints), every_steps=steps_per_epoch, keep=2,
                                     handle_signals=False)
-    rate = WordRate(vocabulary.total_words * settings.epochs, words_per_step,
-                    settings.batch_size, steps_per_epoch, step, verbose)
+    rate = WordRate(vocabulary.total_words * settings.epochs, words_per_step * per_call,
+                    settings.batch_size, steps_per_epoch // per_call, step // per_call, verbose)
     started = time.time()
-    history = model.fit(data, steps_per_epoch=steps_per_epoch, epochs=settings.epochs,
+    history = model.fit(data, steps_per_epoch=steps_per_epoch // per_call, epochs=settings.epochs,
                         initial_epoch=step // steps_per_epoch, verbose=0, shuffle=False,
                         callbacks=[checkpoint, rate])
     seconds = time.time() - started

@@ -150,6 +150,49 @@ def test_row_sparse_sgd_step_equals_the_autodiff_step(architecture, pool):
     assert np.abs(sparse[1]).max() > 0.1       # the zero-initialised output table did move
 
 
+@pytest.mark.parametrize("architecture,pool", [("skipgram", 4), ("cbow", 0)])
+def test_updates_per_batch_equal_the_sub_batches_one_by_one(architecture, pool):
+    """A batch of 3 sub-batches laid end to end, applied as 3 updates in one step, gives the
+    tables, iterations and rates of the 3 batches fed one per step; its logged loss is the
+    first update's."""
+    rng = np.random.default_rng(5)
+    batch, parts, vocabulary = 5, 3, 9
+    width = 4 if architecture == "cbow" else 1
+    rows = batch * parts
+    context = rng.integers(-1 if width > 1 else 0, vocabulary, (rows, width)).astype("int32")
+    noise = rng.integers(0, vocabulary, (rows, pool or 3)).astype("int32")
+    x = {"center": rng.integers(0, vocabulary, rows).astype("int32"), "context": context,
+         "negatives": noise[:, :1] if pool else noise}
+    results = []
+    for updates, batch_size in ((parts, rows), (1, batch)):
+        model = Word2Vec(vocabulary, 5, negatives=3, architecture=architecture, window=2,
+                         shared_pool=pool)
+        randomise(model, 4)
+        model.compile(keras.optimizers.SGD(keras.optimizers.schedules.PolynomialDecay(
+            0.3, 6, 0.05)), updates_per_batch=updates)
+        first = []   # each epoch's first logged loss: its first batch's
+        record = keras.callbacks.LambdaCallback(
+            on_train_batch_end=lambda b, logs: first.append(float(logs["loss"])) if b == 0
+            else None)
+        model.fit(x, model.noise_weights(rows), batch_size=batch_size, epochs=2,
+                  shuffle=False, verbose=0, callbacks=[record])
+        results.append((*tables(model), first, int(to_numpy(model.optimizer.iterations))))
+    merged, one_by_one = results
+    np.testing.assert_allclose(merged[0], one_by_one[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(merged[1], one_by_one[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(merged[2], one_by_one[2], rtol=1e-5)
+    assert merged[3] == one_by_one[3] == 2 * parts
+    assert np.abs(merged[1]).max() > 0.1
+
+
+def test_updates_per_batch_need_the_sparse_step():
+    model = Word2Vec(10, 4)
+    with pytest.raises(ConfigError, match="needs the row-sparse step"):
+        model.compile(keras.optimizers.Adam(0.1), updates_per_batch=2)
+    with pytest.raises(ConfigError, match="at least 1"):
+        model.compile(updates_per_batch=0)
+
+
 def test_other_optimizers_take_keras_own_step():
     model = Word2Vec(10, 4)
     model.compile(keras.optimizers.Adam(0.1))

@@ -120,3 +120,19 @@ def test_shared_pool_and_reproducibility():
     assert (a["negatives"].numpy()[16:] == 0).all()
     np.testing.assert_array_equal(a["center"].numpy(), b["center"].numpy())
     assert not np.array_equal(a["center"].numpy(), c["center"].numpy())
+
+
+@pytest.mark.parametrize("pool", [0, 8])
+def test_batches_per_element_lay_the_same_batches_end_to_end(pool):
+    ids = np.tile(np.arange(30, dtype="int32"), 40)
+    starts = np.array([0, 500, len(ids)])
+    make = lambda per: skipgram_dataset(ids, starts, keep=np.full(30, 0.8),  # noqa: E731
+                                        noise=np.full(30, 1 / 30), batch_size=32,
+                                        shared_pool=pool, seed=2, batches_per_element=per)
+    single = [b for b, _ in make(1).take(6).as_numpy_iterator()]
+    merged = [(b, w) for b, w in make(3).take(2).as_numpy_iterator()]
+    for k, (batch, weights) in enumerate(merged):
+        assert weights.shape == (96, 1)
+        for name in ("center", "context", "negatives"):
+            expected = np.concatenate([single[3 * k + i][name] for i in range(3)])
+            np.testing.assert_array_equal(batch[name], expected)
