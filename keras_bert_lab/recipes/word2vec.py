@@ -28,6 +28,7 @@ costs).
 import dataclasses
 import logging
 import math
+import threading
 import time
 
 import keras
@@ -86,7 +87,13 @@ class Word2VecSettings:
 
 
 class WordRate(keras.callbacks.Callback):
-    """A progress bar over the run's corpus words, showing words/s and the loss per example."""
+    """A progress bar over the run's corpus words, showing words/s and the loss per example.
+
+    Safe to run off the training thread (``async_safe``): Keras then hands it each step's logs
+    from a worker thread instead of waiting for every step to finish before fetching the next
+    batch."""
+
+    async_safe = True
 
     def __init__(self, total_words, words_per_step, batch_size, steps_per_epoch, first_step=0,
                  verbose=1):
@@ -95,6 +102,7 @@ class WordRate(keras.callbacks.Callback):
         self.total, self.per_step = total_words, words_per_step
         self.first_step, self.verbose = first_step, verbose
         self.bar, self.epoch = None, 0
+        self.lock = threading.Lock()
 
     def on_train_begin(self, logs=None):
         from tqdm.auto import tqdm
@@ -108,13 +116,26 @@ class WordRate(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         done = (self.epoch * self.steps_per_epoch + batch + 1) * self.per_step
-        self.bar.update(max(min(done, self.total) - self.bar.n, 0))
-        if batch % 20 == 0 and logs and "loss" in logs:
-            self.bar.set_postfix(loss=f"{float(logs['loss']) / self.batch_size:.3f}",
-                                 refresh=False)
+        with self.lock:
+            self.bar.update(max(min(done, self.total) - self.bar.n, 0))
+            if batch % 20 == 0 and logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{float(logs['loss']) / self.batch_size:.3f}",
+                                     refresh=False)
 
     def on_train_end(self, logs=None):
         self.bar.close()
+
+
+class EpochCheckpoint(TrainingCheckpoint):
+    """``TrainingCheckpoint`` that looks at the run at epoch ends only (saving when the step is
+    a multiple of ``every_steps``, stopping on a non-finite loss). With no callback reading
+    every step's logs, Keras does not wait for each step before fetching the next batch: the
+    stream and the step overlap."""
+
+    on_train_batch_end = keras.callbacks.Callback.on_train_batch_end
+
+    def on_epoch_end(self, epoch, logs=None):
+        TrainingCheckpoint.on_train_batch_end(self, None, logs)
 
 
 def load_vocabulary_and_ids(settings):
@@ -204,8 +225,8 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1):
     words_per_step = vocabulary.total_words / steps_per_epoch
     # One checkpoint per epoch and none on Ctrl-C, so a resumed run starts on an epoch boundary
     # (fit's `initial_epoch`) at the very batch where it stopped (`skip(step)` above).
-    checkpoint = TrainingCheckpoint(str(checkpoints), every_steps=steps_per_epoch, keep=2,
-                                    handle_signals=False)
+    checkpoint = EpochCheckpoint(str(checkpoints), every_steps=steps_per_epoch, keep=2,
+                                 handle_signals=False)
     rate = WordRate(vocabulary.total_words * settings.epochs, words_per_step * per_call,
                     settings.batch_size, steps_per_epoch // per_call, step // per_call, verbose)
     started = time.time()
