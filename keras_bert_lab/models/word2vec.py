@@ -154,34 +154,52 @@ class Word2Vec(keras.Model):
         if not getattr(self, "takes_sparse_steps", False):
             return super().train_step(*args)
         if keras.backend.backend() != "jax":
-            return self._sparse_sgd_step(*args)
-        # JAX steps are pure functions of the state: run the same step on the state's values
-        # and return the values it assigned.
+            self._first_update(args[0])
+            for i in range(1, self.updates_per_batch):
+                self._sub_update(args[0], i)
+            return self.get_metrics_result()
+        # JAX steps are pure functions of the state: run the same updates on the state's values
+        # and return the values they assigned; the updates after the first are one compiled
+        # loop body (unrolled, each update would add to the compile time).
         state, data = args
         owners = (self.trainable_variables, self.non_trainable_variables,
                   self.optimizer.variables, self.metrics_variables)
-        mapping = [(v, value) for group, values in zip(owners, state)
-                   for v, value in zip(group, values)]
-        with keras.StatelessScope(state_mapping=mapping) as scope:
-            logs = self._sparse_sgd_step(data)
-        new_state = tuple([scope.get_current_value(v) if scope.get_current_value(v) is not None
-                           else value for v, value in zip(group, values)]
-                          for group, values in zip(owners, state))
-        return logs, new_state
+        variables = [v for group in owners for v in group]
 
-    def _sparse_sgd_step(self, data):
-        """``updates_per_batch`` row-sparse SGD updates, one per sub-batch, in order."""
+        def stateless(values, function):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))) as scope:
+                result = function()
+            return [scope.get_current_value(v) if scope.get_current_value(v) is not None
+                    else value for v, value in zip(variables, values)], result
+
+        values, _ = stateless([value for values in state for value in values],
+                              lambda: self._first_update(data))
+        values = ops.fori_loop(
+            1, self.updates_per_batch,
+            lambda i, values: stateless(values, lambda: self._sub_update(data, i))[0], values)
+        values, logs = stateless(values, self.get_metrics_result)
+        sizes = [len(group) for group in owners]
+        starts = np.cumsum([0] + sizes)
+        return logs, tuple(values[a:b] for a, b in zip(starts[:-1], starts[1:]))
+
+    def _first_update(self, data):
+        """Sub-batch 0's update, whose loss is the step's logged loss."""
+        loss = self._sub_update(data, 0, with_loss=True)
+        size = ops.shape(data[0]["center"])[0] // self.updates_per_batch
+        self._loss_tracker.update_state(loss, sample_weight=size)
+
+    def _sub_update(self, data, i, with_loss=False):
+        """The row-sparse update of sub-batch ``i`` of ``updates_per_batch``."""
         inputs, noise_weights = data[0], data[1]
-        parts = self.updates_per_batch
-        size = ops.shape(inputs["center"])[0] // parts
-        for i in range(parts):
-            part = slice(i * size, (i + 1) * size)
-            loss = self._sparse_update(inputs["center"][part], inputs["context"][part],
-                                       inputs["negatives"][part], noise_weights[part],
-                                       with_loss=i == 0)
-            if i == 0:
-                self._loss_tracker.update_state(loss, sample_weight=size)
-        return self.get_metrics_result()
+        size = ops.shape(inputs["center"])[0] // self.updates_per_batch
+
+        def rows(x):
+            return ops.slice(x, (i * size,) + (0,) * (len(x.shape) - 1),
+                             (size,) + tuple(x.shape[1:]))
+
+        return self._sparse_update(rows(inputs["center"]), rows(inputs["context"]),
+                                   rows(inputs["negatives"]), rows(noise_weights),
+                                   with_loss=with_loss)
 
     def _sparse_update(self, center, context, noise, noise_weights, with_loss=True):
         """One SGD update that scatters ``−rate · gradient`` into the rows the batch touched;
