@@ -12,8 +12,9 @@ Google analogy accuracy by 3CosAdd on the questions the vocabulary covers, WordS
 SimLex-999 Spearman ρ.
 
 Our side runs each backend in its own process (``KERAS_BACKEND`` is fixed per process), through
-the ``kbl word2vec`` recipe, with its default batch (2,048 pairs) and shared noise pool (16
-words per batch) unless ``--batch-size`` / ``--pool`` say otherwise; ``--per-pair`` adds one run
+the ``kbl word2vec`` recipe, with its default batch (2,048 pairs), shared noise pool (16
+words per batch) and 16 updates per compiled step unless ``--batch-size`` / ``--pool`` say
+otherwise (training seconds include compiling the step); ``--per-pair`` adds one run
 with word2vec.c's per-pair noise words; ``--no-gensim`` leaves gensim out (no ratios then).
 
 Usage::
