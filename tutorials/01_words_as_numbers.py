@@ -259,7 +259,7 @@ tutorial.finish()
 # %% [markdown]
 # ## What the full run showed
 #
-# The full run (`KERAS_BACKEND=tensorflow`, wall time 127 s on the 2-core AMD EPYC printed above)
+# The full run (`KERAS_BACKEND=tensorflow`, wall time 55 s on the 2-core AMD EPYC printed above)
 # printed:
 #
 # - **Rows.** `WordVectors(400,000 words × 50)`. Of the nine words set beside "stick", *glue*
@@ -276,10 +276,10 @@ tutorial.finish()
 #   (accuracy 0.4637; semantic 0.4880, syntactic 0.4437), from 0.8605 on
 #   `gram6-nationality-adjective` down to 0.0903 on `currency`.
 # - **word2vec trained here.** 20,774 words × 100 from WikiText-2's 1,736,997 words × 5 epochs
-#   in 63 s (157,759 words/s). Where the corpus is thin its rows are noise: "stick" occurs 24
-#   times and its neighbours are *scare*, *stumbled*, *gaze*…; "river" occurs 854 times and gets
-#   *missouri*, *lake*, *creek*, *confluence*, *mississippi*.
+#   in 25 s (403,220 words/s). Where the corpus is thin its rows are noise: "stick" occurs 24
+#   times and its neighbours are *scare*, *gaze*, *stumbled*…; "river" occurs 854 times and gets
+#   *missouri*, *lake*, *mississippi*, *creek*, *rivers*, *tributaries*, *confluence*.
 # - **Same questions for both.** On the 8,177 analogy questions word2vec's vocabulary covers,
-#   GloVe answers 0.5122 and word2vec 0.0572; on the same 305 WordSim-353 pairs ρ is 0.5066 vs
-#   0.4269, on the same 855 SimLex-999 pairs 0.2808 vs 0.1937. A small corpus already gives
+#   GloVe answers 0.5122 and word2vec 0.0563; on the same 305 WordSim-353 pairs ρ is 0.5066 vs
+#   0.4272, on the same 855 SimLex-999 pairs 0.2808 vs 0.1968. A small corpus already gives
 #   usable relatedness; analogies need far more text.
