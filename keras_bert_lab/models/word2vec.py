@@ -213,7 +213,8 @@ class Word2Vec(keras.Model):
         if self.shared_pool:
             noise = noise[: self.shared_pool, 0]                          # (K,)
         context_ids = ops.maximum(context, 0)
-        if context.shape[-1] == 1:   # skip-gram: the context word's own vector
+        skipgram = context.shape[-1] == 1
+        if skipgram:                 # the context word's own vector
             hidden = _rows(input_table, context_ids[:, 0])
         else:                        # CBOW: the mean of the window's real words
             real = ops.cast(context >= 0, input_table.dtype)             # (B, W)
@@ -243,7 +244,7 @@ class Word2Vec(keras.Model):
         output_rows = ops.concatenate([center, ops.reshape(noise, (-1,))], axis=0)
         output_steps = ops.concatenate([positive_grad[:, None] * hidden,
                                         ops.reshape(noise_grad, (-1, dim))], axis=0)
-        if context.shape[-1] == 1:
+        if skipgram:
             _add_rows(input_table, context_ids[:, 0], -rate * hidden_grad)
         else:
             input_steps = share[..., None] * hidden_grad[:, None, :]      # (B, W, D)

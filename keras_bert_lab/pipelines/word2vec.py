@@ -198,4 +198,3 @@ def skipgram_dataset(ids, starts, *, keep, noise, window=5, negatives=5, batch_s
     options = tf.data.Options()
     options.autotune.enabled = False
     return data.prefetch(tf.data.AUTOTUNE).with_options(options)
-
