@@ -86,6 +86,7 @@ class ElmoPretrainSettings(RunSettings):
     weight_decay: float = 0.01         # adamw
     dropout: float = 0.0
     unigram_bias: bool = True          # softmax bias starts at log word frequencies
+    sampled_softmax: int = 0           # words sampled per training batch; 0: the full softmax
     precision: str = "float32"
 
     def __post_init__(self):
@@ -96,6 +97,9 @@ class ElmoPretrainSettings(RunSettings):
         if self.optimizer == "adagrad" and self.warmup_steps:
             raise ConfigError("--warmup-steps applies to adamw; bilm-tf's Adagrad runs at a "
                               "constant rate (leave --warmup-steps out).")
+        if int(self.sampled_softmax) < 0:
+            raise ConfigError(f"--sampled-softmax must be 0 (the full softmax) or a number of "
+                              f"words to sample, got {self.sampled_softmax}.")
         if self.precision != "float32":
             raise ConfigError(f"--precision {self.precision!r}: the biLM recipe trains in "
                               "float32 (its clipped LSTM states are untested in lower precision).")
@@ -148,7 +152,7 @@ def build_model(settings, vocab_size):
     """A compiled ``ElmoLanguageModel``: AdamW (warm-up, cosine) or bilm-tf's Adagrad."""
     keras.config.set_dtype_policy(settings.precision)
     config = ElmoConfig.from_size(settings.size, vocab_size=vocab_size, dropout=settings.dropout)
-    model = ElmoLanguageModel(ElmoBiLM(config))
+    model = ElmoLanguageModel(ElmoBiLM(config), num_sampled=settings.sampled_softmax)
     rate = settings.peak_learning_rate
     if settings.optimizer == "adagrad":
         optimizer = keras.optimizers.Adagrad(learning_rate=rate, initial_accumulator_value=1.0,

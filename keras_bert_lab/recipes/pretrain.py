@@ -335,6 +335,10 @@ def add_arguments(parser):
                         help="elmo (default 3), awd-lstm (default 2): words seen fewer times in "
                              "the corpus are <unk> when --vocabulary (a vocab.txt of words) is "
                              "not given; awd-lstm with --init-preset: new words added")
+    parser.add_argument("--sampled-softmax", type=int, default=None,
+                        help="elmo (default 0: the full softmax): words sampled per batch for "
+                             "the training softmax (bilm-tf's 8192); held-out perplexity stays "
+                             "exact")
     for flag, help_text in MODEL_FLAGS.items():
         parser.add_argument(flag, default=None, type=float if "decay" in flag else (
             int if "max" in flag else str), help=help_text)
@@ -363,6 +367,7 @@ MODEL_FLAGS = {
                      "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
 }
 ONLY_FOR = {"bpe_merges": ("gpt",), "output_bias": ("gpt",), "min_count": ("elmo", "awd-lstm"),
+            "sampled_softmax": ("elmo",),
             "init_preset": ("awd-lstm",), "max_vocabulary": ("awd-lstm",),
             "layer_decay": ("awd-lstm",), "data_parallel": ("bert", "gpt"),
             "model_parallel": ("bert", "gpt")}   # set for another model: an error

@@ -7,9 +7,15 @@ encoder and the softmax. Here the top forward and backward outputs (B, T, P) go 
 ``Dense(V)`` softmax layer; the loss is the mean of the two directions' cross-entropies, each
 averaged over the real target positions (:func:`language_model_targets`).
 
-The softmax is full (every word scored at every position). bilm-tf trained its 793k-word model
-with a *sampled* softmax (8192 noise words per batch); for vocabularies that large a sampled
-softmax is the follow-up this task still lacks.
+The softmax is full (every word scored at every position) unless ``num_sampled`` is set. Then,
+as bilm-tf trained its 793k-word model (8,192 samples per batch), training scores each position's
+target against ``num_sampled`` words drawn once per batch from the log-uniform (Zipfian)
+distribution over the frequency-ranked vocabulary (Jean et al. 2015; TensorFlow's
+``sampled_softmax_loss`` with its default sampler): every logit is corrected by the log of its
+word's expected count, and a sample equal to the target is masked out (an "accidental hit").
+That is an estimate of the full softmax's gradient at a fraction of its cost — the ``(B, T, V)``
+logits are never formed in training — while ``predict`` and ``evaluate`` (the perplexity)
+still use the full softmax.
 
 Shapes: ``B`` batch, ``T`` tokens, ``V`` words, ``P`` projection.
 
@@ -70,18 +76,32 @@ class ElmoLanguageModel(Task):
     float32 logits — position ``t`` scores token ``t + 1`` (forward) and ``t − 1`` (backward).
     Train with ``fit(x, y, sample_weight=...)`` from :func:`language_model_targets`.
 
+    With ``num_sampled > 0`` a *training* call (``model(x, training=True)``, as ``fit`` makes)
+    returns each direction's top states (B, T, P) instead, which :meth:`compute_loss` scores
+    against the target and the sampled words; the loss it reports is then the sampled-softmax
+    cross-entropy, and ``evaluate`` reports the full one.
+
     Args:
         backbone: an ``ElmoBiLM`` whose config has ``vocab_size > 0`` (the softmax's ``V``).
+        num_sampled: 0 for the full softmax in training; else the number of words sampled per
+            batch (with replacement; ``1 ≤ num_sampled < V``). The vocabulary must be ranked by
+            falling frequency after any special words, as built vocabularies are.
+        seed: the sampler's seed (its state is a model variable, saved in checkpoints).
     """
 
     backbone_class = ElmoBiLM
 
-    def __init__(self, backbone, **kwargs):
+    def __init__(self, backbone, num_sampled=0, seed=None, **kwargs):
         config = backbone.config
         if not config.vocab_size:
             raise ConfigError("ElmoLanguageModel needs a word vocabulary: build the ElmoBiLM with "
                               "ElmoConfig(vocab_size=<number of words>) (or a preset that has "
                               "one).")
+        num_sampled = int(num_sampled)
+        if not 0 <= num_sampled < config.vocab_size:
+            raise ConfigError(f"num_sampled={num_sampled}: sample between 1 and "
+                              f"{config.vocab_size - 1} words (fewer than the vocabulary's "
+                              f"{config.vocab_size}), or 0 for the full softmax.")
         softmax = keras.layers.Dense(config.vocab_size, dtype=backbone.dtype_policy,
                                      name="softmax")
         drop = dropout(config.dropout, backbone.dtype_policy, "softmax_input_dropout") \
@@ -96,11 +116,70 @@ class ElmoLanguageModel(Task):
             logits[direction] = keras.ops.cast(softmax(top), "float32")     # (B, T, V)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.softmax, self.softmax_dropout = softmax, drop
+        self.num_sampled, self.seed = num_sampled, seed
+        self.sampler = keras.random.SeedGenerator(seed, name="sampler") if num_sampled else None
 
     def call(self, inputs, training=None, mask=None):
         if not isinstance(inputs, dict):
             inputs = {INPUT_NAME: inputs}
+        if training and self.num_sampled:
+            outputs = self.backbone(inputs, training=True)
+            drop = self.softmax_dropout
+            return {d: outputs[d][-1] if drop is None else drop(outputs[d][-1], training=True)
+                    for d in DIRECTIONS}
         return super().call(inputs, training=training, mask=mask)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The compiled loss; in a sampled training step, over ``[target, samples]`` logits with
+        the target at index 0 (so the same cross-entropy objects and per-direction logs serve)."""
+        if training and self.num_sampled:
+            y, y_pred = self.sampled_logits(y_pred, y, self.draw_samples())
+        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)
+
+    def draw_samples(self):
+        """``num_sampled`` word ids (S,) drawn with replacement from the log-uniform
+        distribution ``P(k) = log((k + 2) / (k + 1)) / log(V + 1)``, ``k`` in ``[0, V)``."""
+        ops = keras.ops
+        vocab_size = self.backbone.config.vocab_size
+        uniform = keras.random.uniform((self.num_sampled,), seed=self.sampler)
+        ranks = ops.floor(ops.exp(uniform * float(np.log(vocab_size + 1.0))))
+        return ops.clip(ops.cast(ranks, "int32") - 1, 0, vocab_size - 1)
+
+    def sampled_logits(self, states, targets, sampled):
+        """``(labels, logits)``: per direction, the target's and the ``sampled`` words' logits
+        (B, T, 1 + S), each minus the log of its expected count among the S draws, the samples
+        that equal the target masked; the labels are all 0 (the target's column)."""
+        ops = keras.ops
+        count = ops.shape(sampled)[0]
+        log_range = float(np.log(self.backbone.config.vocab_size + 1.0))
+
+        def log_expected_count(ids):
+            ids = ops.cast(ids, "float32")
+            return ops.log(count * ops.log((ids + 2.0) / (ids + 1.0)) / log_range)
+
+        kernel = ops.cast(self.softmax.kernel, "float32")                   # (P, V)
+        bias = ops.cast(self.softmax.bias, "float32")
+        sampled_kernel = ops.take(kernel, sampled, axis=1)                  # (P, S)
+        sampled_bias = ops.take(bias, sampled) - log_expected_count(sampled)
+        labels, logits = {}, {}
+        for direction in DIRECTIONS:
+            states_d = ops.cast(states[direction], "float32")              # (B, T, P)
+            target = ops.cast(targets[direction], "int32")                  # (B, T)
+            target_kernel = ops.take(ops.transpose(kernel), target, axis=0)  # (B, T, P)
+            true = ops.sum(states_d * target_kernel, axis=-1) + ops.take(bias, target) \
+                - log_expected_count(target)
+            noise = ops.matmul(states_d, sampled_kernel) + sampled_bias     # (B, T, S)
+            noise = ops.where(ops.equal(target[..., None], sampled), -1e9, noise)
+            logits[direction] = ops.concatenate([true[..., None], noise], axis=-1)
+            labels[direction] = ops.zeros_like(target)
+        return labels, logits
+
+    def get_config(self):
+        config = super().get_config()
+        if self.num_sampled:
+            config.update(num_sampled=self.num_sampled, seed=self.seed)
+        return config
 
     def compile(self, optimizer="auto", loss="auto", loss_weights="auto", **kwargs):
         """Defaults as bilm-tf: Adagrad (learning rate 0.2, accumulators start at 1, gradients

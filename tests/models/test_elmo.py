@@ -223,3 +223,85 @@ def test_language_model_saves_and_loads(tmp_path):
 def test_language_model_needs_a_vocabulary():
     with pytest.raises(ConfigError, match="needs a word vocabulary"):
         ElmoLanguageModel(ElmoBiLM(TINY))
+
+
+# ---- sampled softmax --------------------------------------------------------------------------
+def test_sampled_logits_equal_their_formula():
+    """Target and sample logits minus log(S · P(k)) with P the log-uniform distribution; a
+    sample equal to the target masked out; labels all 0."""
+    vocab = 40
+    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=vocab,
+                                                            num_layers=1)), num_sampled=5)
+    rng = np.random.default_rng(0)
+    model.softmax.kernel.assign(rng.normal(size=(16, vocab)).astype("float32"))
+    model.softmax.bias.assign(rng.normal(size=vocab).astype("float32"))
+    states = {d: rng.normal(size=(2, 3, 16)).astype("float32") for d in ("forward", "backward")}
+    targets = {"forward": np.array([[0, 7, 39], [3, 3, 1]]), "backward": np.array([[2, 12, 2], [2, 2, 2]])}
+    sampled = np.array([3, 0, 12, 3, 39])
+    labels, logits = model.sampled_logits(states, targets, sampled)
+    kernel, bias = to_numpy(model.softmax.kernel), to_numpy(model.softmax.bias)
+
+    def log_count(k):
+        return np.log(5 * np.log((k + 2.0) / (k + 1.0)) / np.log(vocab + 1.0))
+
+    for d in ("forward", "backward"):
+        y = targets[d]
+        true = np.einsum("btp,pbt->bt", states[d], kernel[:, y]) + bias[y] - log_count(y)
+        noise = states[d] @ kernel[:, sampled] + bias[sampled] - log_count(sampled)
+        got = to_numpy(logits[d])
+        np.testing.assert_allclose(got[..., 0], true, rtol=1e-5, atol=1e-5)
+        hits = y[..., None] == sampled
+        np.testing.assert_allclose(got[..., 1:][~hits], noise[~hits], rtol=1e-5, atol=1e-5)
+        assert (got[..., 1:][hits] <= -1e8).all() and hits.any()
+        assert to_numpy(labels[d]).tolist() == [[0] * 3] * 2
+
+
+def test_samples_follow_the_log_uniform_distribution():
+    vocab = 1000
+    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=vocab,
+                                                            num_layers=1)), num_sampled=999,
+                              seed=1)
+    draws = np.concatenate([to_numpy(model.draw_samples()) for _ in range(40)])   # 39,960
+    assert draws.min() >= 0 and draws.max() < vocab
+    counts = np.bincount(draws, minlength=vocab)
+    expected = np.log((np.arange(vocab) + 2.0) / (np.arange(vocab) + 1.0)) / np.log(vocab + 1.0)
+    for lo, hi in ((0, 1), (1, 2), (2, 5), (5, 20), (20, 100), (100, 1000)):
+        share, want = counts[lo:hi].sum() / len(draws), expected[lo:hi].sum()
+        assert abs(share - want) < 4 * np.sqrt(want / len(draws)) + 1e-3, (lo, hi, share, want)
+
+
+def test_sampled_softmax_trains_and_evaluates_the_full_softmax(tmp_path):
+    config = ElmoConfig.from_size("tiny", vocab_size=40, num_layers=1)
+    model = ElmoLanguageModel(ElmoBiLM(config), num_sampled=12, seed=3)
+    ids, y, weights = lm_batch()
+    states = model(ids, training=True)            # fit's call: the top states, no (B, T, V)
+    assert {d: tuple(s.shape) for d, s in states.items()} == {
+        d: (4, 8, 16) for d in ("forward", "backward")}
+    model.compile()
+    before = [to_numpy(w).copy() for w in model.trainable_weights]
+    start = model.evaluate(ids, y, sample_weight=weights, verbose=0, return_dict=True)["loss"]
+    losses = model.fit(ids, y, sample_weight=weights, epochs=15, batch_size=4,
+                       verbose=0).history["loss"]
+    assert np.isfinite(losses).all()
+    assert all(np.abs(to_numpy(w) - b).max() > 0 for w, b in zip(model.trainable_weights, before))
+    # evaluate is the full softmax's cross-entropy, computed here from predict's logits
+    logits = model.predict(ids, verbose=0)
+    full = []
+    for d in ("forward", "backward"):
+        z = logits[d].astype("float64")
+        nll = np.log(np.exp(z).sum(-1)) - np.take_along_axis(z, y[d][..., None], -1)[..., 0]
+        full.append((nll * weights[d]).sum() / weights[d].sum())
+    evaluated = model.evaluate(ids, y, sample_weight=weights, verbose=0, return_dict=True)
+    np.testing.assert_allclose(evaluated["loss"], np.mean(full), rtol=1e-4)
+    assert evaluated["loss"] < start - 0.1, (start, evaluated)  # sampled updates, lower full loss
+    # the sampler's seed and state travel with the model
+    path = tmp_path / "lm.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.num_sampled == 12 and loaded.seed == 3
+    assert_same_weights(loaded, model)
+
+
+def test_sampled_softmax_needs_fewer_samples_than_words():
+    with pytest.raises(ConfigError, match="num_sampled=40: sample between 1 and 39"):
+        ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=40)), num_sampled=40)

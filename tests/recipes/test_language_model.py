@@ -189,10 +189,13 @@ def test_elmo_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
 
 
 @recipe_resume
-def test_elmo_run_resumes_exactly(corpus_file, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("sampled", [0, 5], ids=["full", "sampled"])
+def test_elmo_run_resumes_exactly(corpus_file, tmp_path, sampled):  # noqa: F811
+    """Sampled: the sampler's state is in the checkpoint, so the resumed run draws the same
+    words."""
     from keras_bert_lab.recipes import elmo_pretrain
 
-    settings = elmo_settings_for(corpus_file)
+    settings = elmo_settings_for(corpus_file, sampled_softmax=sampled)
     unbroken = str(tmp_path / "unbroken")
     elmo_pretrain.run(settings, unbroken, verbose=0)
     broken = str(tmp_path / "broken")
@@ -204,6 +207,15 @@ def test_elmo_run_resumes_exactly(corpus_file, tmp_path):  # noqa: F811
     assert name_a == name_b == "ckpt-00000008"
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+def test_sampled_softmax_is_for_elmo_only(corpus_file, tmp_path, capsys):  # noqa: F811
+    base = ["pretrain", "--corpus", corpus_file, "--output", str(tmp_path / "x")]
+    assert main([*base, "--model", "gpt", "--sampled-softmax", "8"]) == 2
+    assert "--sampled-softmax applies to --model elmo only" in capsys.readouterr().err
+    assert main([*base, "--model", "elmo", "--sampled-softmax", "-1"]) == 2
+    assert "--sampled-softmax must be 0 (the full softmax)" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
 
 
 def test_elmo_count_baselines_score_the_networks_targets(corpus_file):  # noqa: F811
