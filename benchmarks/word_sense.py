@@ -1,16 +1,20 @@
-"""Static vs contextual word senses: 1-NN sense accuracy of GloVe and of every MiniLM (BERT) layer.
+"""Static vs contextual word senses: 1-NN sense accuracy of GloVe, every MiniLM (BERT) layer and ELMo.
 
 Data: the example sentences of Princeton WordNet 3.0 (registry ``wordnet``), each illustrating
 one synset; a word's occurrences are classified among themselves, leave-one-out, by the sense of
 the most cosine-similar other occurrence (``keras_bert_lab.recipes.word_sense``). Two tables:
 coarse senses (supersenses: the lexicographer files, e.g. noun.artifact / verb.contact; words
 with >= 2 supersenses of >= 3 examples) and fine senses (synsets; >= 2 synsets of >= 2
-examples). Writes OUTPUT/{table.md,table.json,senses.png}.
+examples). With ``--elmo PRESET`` (a biLM preset, e.g. the one ``benchmarks/elmo_pretrain.py``
+trains), every layer of that ELMo joins the tables: its token layer and each LSTM layer's forward
+and backward states concatenated, as ``kbl features`` extracts them. Writes
+OUTPUT/{table.md,table.json,senses.png}.
 
 Usage::
 
     python benchmarks/word_sense.py                       # ~2-4 minutes on 2 cores
     python benchmarks/word_sense.py --max-words 50 --plot-words stick play
+    python benchmarks/word_sense.py --elmo out/elmo_wt2/preset
 """
 
 import argparse
@@ -30,7 +34,8 @@ GRANULARITIES = (("supersense", 3), ("synset", 2))
 def main():
     import keras
 
-    from keras_bert_lab.features import BertWordFeatures, StaticWordFeatures
+    from keras_bert_lab.features import BertWordFeatures, ElmoWordFeatures, StaticWordFeatures
+    from keras_bert_lab.models.elmo import ElmoBiLM
     from keras_bert_lab.recipes import word_sense as ws
     from keras_bert_lab.training.run import write_json
     from keras_bert_lab.vectors import load_glove
@@ -40,6 +45,7 @@ def main():
                         help="WordNet 3.0 database folder (default: the registry's 'wordnet')")
     parser.add_argument("--preset", default="minilm_l6_en_uncased")
     parser.add_argument("--sequence-length", type=int, default=64)
+    parser.add_argument("--elmo", default=None, help="an ELMo biLM preset: adds its layers")
     parser.add_argument("--max-words", type=int, default=None,
                         help="the N words with most examples per granularity (default: all)")
     parser.add_argument("--plot-words", nargs="+", default=["stick", "play"])
@@ -62,6 +68,10 @@ def main():
     sources = {"GloVe 6B 50d": StaticWordFeatures(load_glove(), name="glove"),
                f"{args.preset}": BertWordFeatures.from_preset(
                    args.preset, sequence_length=args.sequence_length, batch_size=64)}
+    elmo = f"ELMo ({args.elmo})" if args.elmo else None
+    if elmo:
+        sources[elmo] = ElmoWordFeatures(ElmoBiLM.from_preset(args.elmo), batch_size=64,
+                                         name=args.elmo)
     timings["load_sources_s"] = round(time.time() - started, 1)
     vectors = {}
     for name, source in sources.items():
@@ -95,6 +105,11 @@ def main():
     if plot_words:
         panels = [("GloVe 6B 50d", vectors["GloVe 6B 50d"][index, 0]),
                   (f"{bert} layer {best['layer']} (best)", vectors[bert][index, best["layer"]])]
+        if elmo:
+            top = max((r for r in tables["supersense"] if r["method"] == elmo),
+                      key=lambda r: r["accuracy"])
+            panels.append((f"ELMo (ours) layer {top['layer']} (best)",
+                           vectors[elmo][index, top["layer"]]))
         ws.plot_senses(coarse, panels, plot_words, output / "senses.png")
 
     description = (
@@ -112,7 +127,10 @@ def main():
              description, "",
              f"Backend {keras.backend.backend()}; BERT features: first WordPiece of each word, "
              f"sequence length {args.sequence_length}. Plot: {', '.join(plot_words)}; "
-             f"GloVe vs {bert} layer {best['layer']}.", ""]
+             f"GloVe vs {bert} layer {best['layer']}." + (
+                 f" {elmo}: layer 0 is the char-CNN token layer (no context), layer l the "
+                 "l-th LSTM layer, forward and backward states concatenated." if elmo else ""),
+             ""]
     for sense, _ in GRANULARITIES:
         d = data[sense]
         lines.append(ws.format_table(tables[sense], f"{sense}s: {d['words']} words, "
@@ -122,7 +140,7 @@ def main():
     (output / "table.md").write_text("\n".join(lines), encoding="utf-8")
     write_json(output / "table.json", {
         "description": description, "backend": keras.backend.backend(),
-        "preset": bert, "sequence_length": args.sequence_length, "data": data,
+        "preset": bert, "elmo": args.elmo, "sequence_length": args.sequence_length, "data": data,
         "tables": tables, "timings": timings, "plot_words": plot_words,
         "best_layer": best["layer"], "load": os.getloadavg()})
     print(f"timings {timings}; load {os.getloadavg()}; wrote {output}/table.md, table.json"

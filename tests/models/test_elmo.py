@@ -220,6 +220,20 @@ def test_language_model_saves_and_loads(tmp_path):
     assert_same_weights(ElmoBiLM.from_preset(preset), model.backbone)
 
 
+def test_language_model_preset_loads_under_the_other_backends(tmp_path):
+    """A (sampled-softmax) biLM preset written here gives the same logits and every hidden
+    state under the other two backends."""
+    from tests.tasks.helpers import check_presets_in_other_backends
+
+    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=40)),
+                              num_sampled=8, seed=5)
+    preset = model.save_to_preset(tmp_path / "preset", vocabulary=[f"w{i}" for i in range(40)])
+    ids = {"character_ids": fixture_ids()}
+    check_presets_in_other_backends([(model, preset, ids), (model.backbone, preset, ids)],
+                                    tmp_path)
+    assert ElmoLanguageModel.from_preset(preset).num_sampled == 8
+
+
 def test_language_model_needs_a_vocabulary():
     with pytest.raises(ConfigError, match="needs a word vocabulary"):
         ElmoLanguageModel(ElmoBiLM(TINY))
