@@ -13,7 +13,11 @@ class StepLog(keras.callbacks.Callback):
 
     A ``train`` row every ``log_every`` optimizer updates (never for the start state, once per
     update under gradient accumulation) and a ``heldout`` row with the ``val_*`` metrics at the end
-    of each epoch that validated.
+    of each epoch that validated. A train row's metrics are their means over the batches since
+    the previous row, each batch weighted equally — Keras' logs hold means since the epoch began,
+    which would draw a curve that steps down at every epoch start. (Exact for the losses, whose
+    batches are all the same size; a metric weighted within its batch, such as masked-token
+    accuracy, is averaged per batch.)
 
     Args:
         path: the CSV file (``log.csv``); rows are appended.
@@ -29,6 +33,7 @@ class StepLog(keras.callbacks.Callback):
         self.start = time.time()
         self._window = None
         self._logged = None
+        self._previous = (0, {})   # (batches done in this epoch, their mean metrics) at the last row
 
     def _step(self):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -49,13 +54,20 @@ class StepLog(keras.callbacks.Callback):
         if step % self.log_every == 0 and step != self._logged:  # once per update
             self._logged = step
             lr = self.model.optimizer.learning_rate
-            row = {k: float(v) for k, v in logs.items() if np.isscalar(v) or np.ndim(v) == 0}
+            means = {k: float(v) for k, v in logs.items()
+                     if k != "tokens_per_s" and (np.isscalar(v) or np.ndim(v) == 0)}
+            before, previous = self._previous
+            count = batch + 1
+            row = {k: (count * v - before * previous.get(k, 0.0)) / (count - before)
+                   for k, v in means.items()}
+            self._previous = (count, means)
+            row["tokens_per_s"] = logs["tokens_per_s"]
             row.update(step=step, split="train", elapsed_s=round(time.time() - self.start, 2),
                        learning_rate=float(keras.ops.convert_to_numpy(lr)))
             append_row(self.path, row, self.columns)
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._window = None
+        self._window, self._previous = None, (0, {})
 
     def on_epoch_end(self, epoch, logs=None):
         val = {k[4:]: float(v) for k, v in (logs or {}).items() if k.startswith("val_")}

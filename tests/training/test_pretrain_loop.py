@@ -14,3 +14,26 @@ def test_fit_segments_cover_the_steps_exactly(start, end, every):
         step += epochs * per_epoch
         assert step % every == 0 or step == end  # evaluation falls on multiples of `every`
     assert step == end or start >= end
+
+
+def test_step_log_rows_are_means_since_the_previous_row(tmp_path):
+    """Keras' logs are means since the epoch began; each train row is the mean of its own
+    window of batches (a model that cannot learn, so each batch's loss is known in advance)."""
+    import keras
+    import numpy as np
+
+    from keras_bert_lab.training.callbacks import StepLog
+    from keras_bert_lab.training.run import read_rows
+
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, kernel_initializer="zeros",
+                                                                     use_bias=False)])
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+    y = np.array([1.0, 3.0, 2.0, 0.0, 5.0, 1.0, 4.0, 2.0], "float32")   # one sample a batch
+    log = StepLog(tmp_path / "log.csv", tokens_per_step=1, log_every=2,
+                  columns=("step", "split", "loss", "learning_rate", "tokens_per_s", "elapsed_s"))
+    model.fit(np.zeros((8, 1), "float32"), y, batch_size=1, epochs=2, shuffle=False, verbose=0,
+              callbacks=[log])
+    rows = [r for r in read_rows(tmp_path / "log.csv") if r["split"] == "train"]
+    assert [int(r["step"]) for r in rows] == list(range(2, 17, 2))
+    windows = (y ** 2).reshape(4, 2).mean(axis=1)                     # 5, 2, 13, 10
+    np.testing.assert_allclose([float(r["loss"]) for r in rows], np.tile(windows, 2), rtol=1e-5)
