@@ -9,7 +9,9 @@ streams), the seconds per step and each direction's guesses for the probe senten
 
 Usage::
 
-    python benchmarks/elmo_pretrain.py                       # the defaults: ~20 min on 2 cores
+    python benchmarks/elmo_pretrain.py                       # the defaults: ~7 min on 2 cores
+    python benchmarks/elmo_pretrain.py --steps 4000 --sampled-softmax 2048 --eval-every 500 \
+        --checkpoint-every 500 --eval-batches 60 --log-every 100 --output out/elmo_wt2  # RESULTS
     python benchmarks/elmo_pretrain.py --steps 20 --eval-batches 4      # a smoke test
     KERAS_BACKEND=jax python benchmarks/elmo_pretrain.py --optimizer adagrad --output out/elmo
 """
