@@ -318,9 +318,8 @@ def add_arguments(parser):
                         help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
                              "decoder on contiguous text (recipes.language_model); elmo: the "
                              "biLM, forward and backward word LMs over characters "
-                             "(recipes.elmo_pretrain; --optimizer adamw or adagrad); awd-lstm: "
-                             "ULMFiT's word LM by truncated BPTT, from scratch or, with "
-                             "--init-preset, fine-tuned on a target task's text "
+                             "(recipes.elmo_pretrain); awd-lstm: ULMFiT's word LM by truncated "
+                             "BPTT, from scratch or fine-tuned with --init-preset "
                              "(recipes.awd_pretrain)")
     parser.add_argument("--bpe-merges", type=int, default=None,
                         help="gpt (default 8000): merges of the byte-pair vocabulary learned on "
@@ -329,19 +328,14 @@ def add_arguments(parser):
                         metavar="{true,false}", help="gpt (default true): an LM-head bias "
                         "started at the log unigram (without it a small GPT collapses to the "
                         "unigram model); false: GPT-1 exactly, exportable to transformers")
-    parser.add_argument("--no-output-bias", dest="output_bias", action="store_const",
-                        const=False, help="gpt: the same as --output-bias false")
+    parser.add_argument("--no-output-bias", dest="output_bias", action="store_const", const=False,
+                        help="gpt: the same as --output-bias false")
     parser.add_argument("--min-count", type=int, default=None,
-                        help="elmo (default 3), awd-lstm (default 2): words seen fewer times in "
-                             "the corpus are <unk> when --vocabulary (a vocab.txt of words) is "
-                             "not given; awd-lstm with --init-preset: new words added")
-    parser.add_argument("--sampled-softmax", type=int, default=None,
-                        help="elmo (default 0: the full softmax): words sampled per batch for "
-                             "the training softmax (bilm-tf's 8192); held-out perplexity stays "
-                             "exact")
+                        help="elmo (default 3), awd-lstm (default 2): rarer words are <unk> "
+                             "without --vocabulary; awd-lstm with --init-preset: new words added")
     for flag, help_text in MODEL_FLAGS.items():
         parser.add_argument(flag, default=None, type=float if "decay" in flag else (
-            int if "max" in flag else str), help=help_text)
+            str if "preset" in flag else int), help=help_text)
     for field in dataclasses.fields(PretrainSettings):
         if field.name == "corpus":
             continue
@@ -357,8 +351,10 @@ def add_arguments(parser):
             parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 
-# Flags of the AWD-LSTM only (flag: help).
+# Flags of one model only (flag: help).
 MODEL_FLAGS = {
+    "--sampled-softmax": "elmo (default 0: the full softmax): words sampled per batch for the "
+                         "training softmax (bilm-tf's 8192); held-out perplexity stays exact",
     "--init-preset": "awd-lstm: a stage-1 AWD-LSTM preset to fine-tune on --corpus (ULMFiT's "
                      "target-task LM fine-tuning)",
     "--max-vocabulary": "awd-lstm: words kept, most frequent first (default 30000); with "
@@ -366,11 +362,10 @@ MODEL_FLAGS = {
     "--layer-decay": "awd-lstm: learning-rate factor from each layer group to the one below "
                      "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
 }
-ONLY_FOR = {"bpe_merges": ("gpt",), "output_bias": ("gpt",), "min_count": ("elmo", "awd-lstm"),
-            "sampled_softmax": ("elmo",),
-            "init_preset": ("awd-lstm",), "max_vocabulary": ("awd-lstm",),
-            "layer_decay": ("awd-lstm",), "data_parallel": ("bert", "gpt"),
-            "model_parallel": ("bert", "gpt")}   # set for another model: an error
+ONLY_FOR = {"bpe_merges": ("gpt",), "output_bias": ("gpt",), "sampled_softmax": ("elmo",),
+            "min_count": ("elmo", "awd-lstm"), "init_preset": ("awd-lstm",),
+            "max_vocabulary": ("awd-lstm",), "layer_decay": ("awd-lstm",),
+            "data_parallel": ("bert", "gpt"), "model_parallel": ("bert", "gpt")}  # else: an error
 
 
 def _refuse_foreign_flags(args):
