@@ -97,11 +97,23 @@ def test_hidden_states_match_modernbert(modern_pair):
 
 
 def test_modernbert_export_round_trip(modern_pair):
+    import torch
+    import transformers
+
     hf, ours, state = modern_pair
     exported = modernbert.weights_to_hf(model_weights(ours), ours.config)
     assert sorted(exported) == sorted(state)
     for key, value in exported.items():
         np.testing.assert_array_equal(value, state[key], err_msg=key)
+    hf_config = modernbert.config_to_hf(ours.config)
+    assert BertConfig.from_dict(modernbert.config_from_hf(hf_config)) == ours.config
+    fresh = transformers.ModernBertModel(transformers.ModernBertConfig(
+        **hf_config, pad_token_id=0, bos_token_id=None, eos_token_id=None, cls_token_id=None,
+        sep_token_id=None)).eval()
+    fresh.load_state_dict({k: torch.from_numpy(v) for k, v in exported.items()})
+    batch = padded_pair_batch(vocab_size=VOCAB, seed=2)
+    np.testing.assert_allclose(hf_hidden_states(fresh, batch)[1], hf_hidden_states(hf, batch)[1],
+                               atol=1e-6)
 
 
 def test_modernbert_converter_checks(modern_pair):

@@ -82,6 +82,25 @@ def config_from_hf(hf_config, type_vocab_size=2):
         raise PresetError(f"ModernBERT config lacks the field {error}.") from None
 
 
+def config_to_hf(config):
+    """The ModernBERT ``config.json`` dict of a BERT config with the four modern options on
+    (every layer global; dropout rates carried over approximately)."""
+    c = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    _check_modern(c)
+    return {
+        "architectures": ["ModernBertModel"], "model_type": "modernbert",
+        "vocab_size": c["vocab_size"], "hidden_size": c["hidden_size"],
+        "intermediate_size": c["intermediate_size"], "num_hidden_layers": c["num_layers"],
+        "num_attention_heads": c["num_heads"], "hidden_activation": "gelu",
+        "max_position_embeddings": c["max_positions"], "norm_eps": c["layer_norm_epsilon"],
+        "initializer_range": c["initializer_range"], "attention_bias": c["use_bias"],
+        "mlp_bias": c["use_bias"], "norm_bias": c["use_bias"],
+        "embedding_dropout": c["dropout"], "mlp_dropout": c["dropout"],
+        "attention_dropout": c["attention_dropout"], "global_attn_every_n_layers": 1,
+        "global_rope_theta": c["rotary_base"],
+    }
+
+
 def _check_modern(c):
     wanted = dict(norm_first=True, feedforward="geglu", position_embedding="rotary")
     wrong = {k: c.get(k) for k, v in wanted.items() if c.get(k) != v}
