@@ -45,6 +45,7 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.models.awd_lstm_config", "keras_bert_lab.models.awd_lstm",
     "keras_bert_lab.tasks.awd_lm", "keras_bert_lab.tasks.ulmfit_classifier",
     "keras_bert_lab.preprocessing.word_tokenizer", "keras_bert_lab.recipes.awd_tasks",
+    "keras_bert_lab.layers.rotary", "keras_bert_lab.presets.convert.modernbert",
 }
 
 

@@ -12,6 +12,7 @@ from keras import ops
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import dropout as make_dropout
 from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.layers.rotary import rotary_embedding
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -30,10 +31,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     keys and values are written there, the queries attend to cache positions up to their own, and
     the call returns ``(output, updated cache)``.
 
+    ``rotary_base`` turns on rotary position embeddings (:func:`~.rotary.rotary_embedding`): the
+    queries and keys are rotated by their positions (offset by ``cache_index`` with a cache)
+    before the scores, on both paths. ``use_bias=False`` drops the projections' biases, as
+    ModernBERT and most recent encoders do.
+
     Args:
         num_heads: ``N``. dropout: rate on the attention probabilities in training.
         initializer_range: truncated-normal stddev of the kernels.
         causal: mask out attention to later tokens.
+        use_bias: give the query/key/value and output projections biases.
+        rotary_base: ``None`` (no rotary embedding: positions come from the input), or the
+            base ``θ`` of the rotary angles (e.g. 10,000).
 
     Example:
     >>> import numpy as np
@@ -43,12 +52,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     (1, 4, 8)
     """
 
-    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, causal=False, **kwargs):
+    def __init__(self, num_heads, dropout=0.0, initializer_range=0.02, causal=False,
+                 use_bias=True, rotary_base=None, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.causal = causal
+        self.use_bias = use_bias
+        self.rotary_base = rotary_base
         self.dropout_layer = make_dropout(dropout, self.dtype_policy, "dropout")
 
     def build(self, x_shape, padding_mask_shape=None):
@@ -57,12 +69,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             raise ConfigError(f"hidden size {hidden} is not divisible by num_heads "
                               f"{self.num_heads}.")
         self.head_size = hidden // self.num_heads
+        if self.rotary_base is not None and self.head_size % 2:
+            raise ConfigError(f"rotary position embeddings need an even head size, got "
+                              f"{self.head_size} (hidden {hidden} / {self.num_heads} heads).")
         self.qkv = keras.layers.EinsumDense(
             "bth,hknd->btknd", output_shape=(None, 3, self.num_heads, self.head_size),
-            bias_axes="knd", kernel_initializer=truncated_normal(self.initializer_range), dtype=self.dtype_policy, name="qkv")
+            bias_axes="knd" if self.use_bias else None,
+            kernel_initializer=truncated_normal(self.initializer_range), dtype=self.dtype_policy,
+            name="qkv")
         self.qkv.build(x_shape)
         self.output_dense = keras.layers.EinsumDense(
-            "btnd,ndh->bth", output_shape=(None, hidden), bias_axes="h",
+            "btnd,ndh->bth", output_shape=(None, hidden),
+            bias_axes="h" if self.use_bias else None,
             kernel_initializer=truncated_normal(self.initializer_range),
             dtype=self.dtype_policy, name="output")
         self.output_dense.build((*x_shape[:-1], self.num_heads, self.head_size))
@@ -70,6 +88,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def call(self, x, padding_mask=None, training=None, cache=None, cache_index=None):
         qkv = self.qkv(x)  # (B, T, 3, N, D)
         q, k, v = ops.unstack(qkv, 3, axis=2)  # (B, T, N, D) each
+        if self.rotary_base is not None:
+            q, k = rotary_embedding(q, k, self.rotary_base, 0 if cache is None else cache_index)
         mask = None
         if padding_mask is not None:
             mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (B, 1, 1, S)
@@ -105,7 +125,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(num_heads=self.num_heads, dropout=self.dropout,
-                      initializer_range=self.initializer_range, causal=self.causal)
+                      initializer_range=self.initializer_range, causal=self.causal,
+                      use_bias=self.use_bias, rotary_base=self.rotary_base)
         return config
 
 

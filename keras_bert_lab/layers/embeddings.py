@@ -18,20 +18,30 @@ class BertEmbedding(keras.layers.Layer):
     sequences longer than ``max_positions``. The token table is exposed as ``token_embedding`` so
     the masked-LM head can tie its decoder to it.
 
+    ``learned_positions=False`` leaves the position table out, for a model whose attention
+    rotates queries and keys by position instead (rotary embeddings); ``use_bias=False`` drops the
+    LayerNorm's shift (``center=False``).
+
     Args:
         vocab_size: ``V``. hidden_size: ``H``. max_positions: ``P``.
         type_vocab_size: number of segments. dropout: rate after the LayerNorm.
         layer_norm_epsilon: LayerNorm epsilon. initializer_range: truncated-normal stddev.
+        learned_positions: add the learned ``(P, H)`` position table.
+        use_bias: give the LayerNorm a shift ``β``.
 
     Example:
     >>> import numpy as np
     >>> layer = BertEmbedding(vocab_size=100, hidden_size=8, max_positions=16)
     >>> tuple(layer(np.array([[2, 5, 3]]), np.array([[0, 0, 1]])).shape)
     (1, 3, 8)
+    >>> unordered = BertEmbedding(100, 8, 16, learned_positions=False, use_bias=False)
+    >>> unordered.build((1, 3)); [w.path.split("/", 1)[1] for w in unordered.weights]
+    ['token_embedding/embeddings', 'segment_embedding/embeddings', 'norm/gamma']
     """
 
     def __init__(self, vocab_size, hidden_size, max_positions, type_vocab_size=2, dropout=0.0,
-                 layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
+                 layer_norm_epsilon=1e-12, initializer_range=0.02, learned_positions=True,
+                 use_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -40,6 +50,8 @@ class BertEmbedding(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.learned_positions = learned_positions
+        self.use_bias = use_bias
         self.token_embedding = keras.layers.Embedding(
             vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="token_embedding")
@@ -47,18 +59,23 @@ class BertEmbedding(keras.layers.Layer):
             type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="segment_embedding")
         self.norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
+            epsilon=layer_norm_epsilon, center=use_bias, dtype=self.dtype_policy, name="norm")
         self.dropout_layer = make_dropout(dropout, self.dtype_policy, "dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
         self.segment_embedding.build(token_ids_shape)
-        self.position_embedding = self.add_weight(
-            name="position_embedding", shape=(self.max_positions, self.hidden_size),
-            initializer=truncated_normal(self.initializer_range))
+        self.position_embedding = None
+        if self.learned_positions:
+            self.position_embedding = self.add_weight(
+                name="position_embedding", shape=(self.max_positions, self.hidden_size),
+                initializer=truncated_normal(self.initializer_range))
         self.norm.build((*token_ids_shape, self.hidden_size))
 
     def call(self, token_ids, segment_ids, training=None):
+        if self.position_embedding is None:
+            x = self.token_embedding(token_ids) + self.segment_embedding(segment_ids)  # (B, T, H)
+            return self.dropout_layer(self.norm(x), training=training)
         length = ops.shape(token_ids)[1]
         table = ops.convert_to_tensor(self.position_embedding)  # (P, H)
         positions = ops.slice(table, (0, 0), (length, self.hidden_size))  # (T, H)
@@ -74,5 +91,6 @@ class BertEmbedding(keras.layers.Layer):
         config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                       max_positions=self.max_positions, type_vocab_size=self.type_vocab_size,
                       dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon,
-                      initializer_range=self.initializer_range)
+                      initializer_range=self.initializer_range,
+                      learned_positions=self.learned_positions, use_bias=self.use_bias)
         return config

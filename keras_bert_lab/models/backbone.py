@@ -30,26 +30,41 @@ class Backbone(keras.Model):
         self.config = config
 
     @classmethod
-    def config_from_preset(cls, preset):
-        """This class's config from a checked :class:`~keras_bert_lab.presets.format.Preset`."""
+    def config_from_preset(cls, preset, config=None):
+        """This class's config from a checked :class:`~keras_bert_lab.presets.format.Preset`.
+
+        ``config`` (optional) replaces it: a config, or a dict of the fields to change. Only the
+        config class's ``free_fields`` (e.g. dropout rates) may differ from the preset's; any
+        other difference raises ``ConfigError`` naming the fields (see
+        :meth:`~keras_bert_lab.models.config.ModelConfig.check_matches`).
+        """
         if preset.backbone_class != cls.__name__:
             raise PresetError(f"Preset {preset.directory} holds a {preset.backbone_class}, not a "
                               f"{cls.__name__}; load it with {preset.backbone_class}.from_preset.")
         try:
-            return cls.config_class.from_dict(preset.config)
+            stored = cls.config_class.from_dict(preset.config)
         except (TypeError, ConfigError) as error:
             raise PresetError(f"{preset.directory / preset_format.CONFIG_FILE} has no valid "
                               f"{cls.config_class.__name__}: {error}") from None
+        if config is None:
+            return stored
+        if isinstance(config, dict):
+            config = cls.config_class.from_dict({**stored.to_dict(), **config})
+        config = cls.config_class.coerce(config)
+        config.check_matches(stored, where=f"preset {preset.directory}")
+        return config
 
     @classmethod
-    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True):
+    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True, config=None):
         """A backbone from a preset directory or a registered name (``presets.list_presets()``).
 
         Weights are checked by name and shape (strict unless ``allow_partial=True``); file
-        checksums are verified unless ``verify=False``. See :mod:`keras_bert_lab.presets`.
+        checksums are verified unless ``verify=False``. ``config`` changes the preset's config
+        where the weights allow it (see :meth:`config_from_preset`), e.g. ``{"dropout": 0.0}``.
+        See :mod:`keras_bert_lab.presets`.
         """
         preset = registry.read_preset(preset, verify=verify)
-        backbone = cls(cls.config_from_preset(preset), dtype=dtype)
+        backbone = cls(cls.config_from_preset(preset, config), dtype=dtype)
         load_weights(backbone, preset.weights_path, allow_partial=allow_partial)
         backbone.preset_info = preset.info()
         return backbone

@@ -40,6 +40,12 @@ class BertBackbone(Backbone):
     (B, T, H) — the embedding output, then each block's output — for feature extraction (the
     BERT paper's NER feature-based study sums or concatenates the last four).
 
+    With ``config.norm_first`` (pre-LN) the blocks' outputs are not normalised; the last one goes
+    through ``final_norm``, and ``hidden_states[-1]`` is that normalised ``sequence_output`` — as
+    Hugging Face's ``ModernBertModel`` returns them — while the entries before it are the raw
+    block outputs. The config's other modern options (``use_bias``, ``feedforward``,
+    ``position_embedding="rotary"``) change the blocks and the embedding, not the outputs.
+
     Inputs are checked before any computation in eager calls, and for NumPy inputs of ``predict``
     / ``predict_on_batch`` (of the backbone or a task on it): names, integer dtypes, equal shapes,
     ``T ≤ max_positions`` and id ranges. Inside a compiled graph fed with tensors or a dataset
@@ -71,19 +77,28 @@ class BertBackbone(Backbone):
 
     def __init__(self, config="base", dtype=None, **kwargs):
         config = BertConfig.coerce(config)
+        learned = config.position_embedding == "learned"
         embeddings = BertEmbedding(
             config.vocab_size, config.hidden_size, config.max_positions, config.type_vocab_size,
             dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
-            initializer_range=config.initializer_range, dtype=dtype, name="embeddings")
+            initializer_range=config.initializer_range, learned_positions=learned,
+            use_bias=config.use_bias, dtype=dtype, name="embeddings")
         encoder_layers = [
             TransformerEncoderBlock(
                 config.num_heads, config.intermediate_size, dropout=config.dropout,
                 attention_dropout=config.attention_dropout,
                 layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range, dtype=dtype,
-                name=f"encoder_layer_{i}")
+                initializer_range=config.initializer_range, norm_first=config.norm_first,
+                use_bias=config.use_bias, feedforward=config.feedforward,
+                rotary_base=None if learned else config.rotary_base,
+                # pre-LN: the embedding's LayerNorm already normalises the first block's input
+                normalize_input=not (config.norm_first and i == 0),
+                dtype=dtype, name=f"encoder_layer_{i}")
             for i in range(config.num_layers)
         ]
+        final_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_epsilon, center=config.use_bias, dtype=dtype,
+            name="final_norm") if config.norm_first else None
         pooler = keras.layers.Dense(
             config.hidden_size, activation="tanh", dtype=dtype, name="pooler",
             kernel_initializer=truncated_normal(config.initializer_range))
@@ -93,6 +108,8 @@ class BertBackbone(Backbone):
         for block in encoder_layers:
             x = block(x, padding_mask=inputs["padding_mask"])
             hidden_states.append(x)
+        if final_norm is not None:
+            x = hidden_states[-1] = final_norm(x)
         pooled = pooler(x[:, 0, :])  # (B, H)
         super().__init__(
             config, inputs=inputs,
@@ -100,6 +117,7 @@ class BertBackbone(Backbone):
             dtype=dtype, **kwargs)
         # Layers are attributes only after Model.__init__ (the torch backend requires it).
         self.embeddings, self.encoder_layers, self.pooler = embeddings, encoder_layers, pooler
+        self.final_norm = final_norm
 
     @property
     def token_embedding(self):
@@ -143,6 +161,12 @@ class BertBackbone(Backbone):
                                  f"{shape} but '{name}' is {static}; pack them together.")
             shape = shape or static
         length = shape[1]
+        if (length is not None and length > self.config.max_positions
+                and self.config.position_embedding == "rotary"):
+            raise InputError(
+                f"Sequence length {length} exceeds max_positions ({self.config.max_positions}); "
+                f"truncate to at most {self.config.max_positions} tokens or raise max_positions "
+                "(rotary positions have no table: any value builds the same weights).")
         if length is not None and length > self.config.max_positions:
             raise InputError(
                 f"Sequence length {length} exceeds the position table ({self.config.max_positions} "

@@ -9,9 +9,11 @@ from keras_bert_lab.errors import ConfigError
 class ModelConfig:
     """Mixin of the config dataclasses (``BertConfig``, ``GPTConfig``, ``ElmoConfig``); each
     defines ``from_size`` and may extend ``to_dict``. ``unknown_field_hint`` ends the error for an
-    unknown field."""
+    unknown field; ``free_fields`` are those a model may change from its preset's config (see
+    :meth:`check_matches`)."""
 
     unknown_field_hint = ""
+    free_fields = ()
 
     @classmethod
     def from_dict(cls, data):
@@ -37,3 +39,27 @@ class ModelConfig:
 
     def to_dict(self):
         return dataclasses.asdict(self)
+
+    def check_matches(self, stored, where="the preset"):
+        """Raise ``ConfigError`` unless this config agrees with ``stored`` (the config, or its
+        dict, that a preset's weights were trained with) in every field but ``free_fields``.
+
+        A preset's weights compute what they learned only in the architecture they were trained
+        in: a model built with another config would fail to load them with a list of tensors, or
+        worse, load them and compute something else (e.g. rotary positions over weights trained
+        with a learned table, with the table dropped). The error names each differing field with
+        both values. A field that an older preset's config lacks takes its default.
+        """
+        if not isinstance(stored, type(self)):
+            stored = type(self).from_dict(stored)
+        free = [name for name in self.free_fields if name in stored.free_fields]
+        differing = [(f.name, getattr(self, f.name), getattr(stored, f.name))
+                     for f in dataclasses.fields(self) if f.name not in free
+                     and getattr(self, f.name) != getattr(stored, f.name)]
+        if differing:
+            listed = "; ".join(f"{name}={mine!r} here but {theirs!r} there"
+                               for name, mine, theirs in differing)
+            fix = ", ".join(f"{name}={theirs!r}" for name, _, theirs in differing)
+            raise ConfigError(
+                f"{type(self).__name__} does not match the config of {where}: {listed}. Its "
+                f"weights need {fix}; only {free} may differ.")

@@ -50,16 +50,19 @@ class Task(keras.Model):
         return {}
 
     @classmethod
-    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True, **kwargs):
+    def from_preset(cls, preset, allow_partial=False, dtype=None, verify=True, config=None,
+                    **kwargs):
         """This task on a preset's backbone (a name or a directory).
 
         The head is loaded too when the preset was saved from this task class with the same head
         shapes; otherwise it starts freshly initialised (fine-tuning from a pretrained backbone).
         ``kwargs`` are the task's constructor arguments (e.g. ``num_classes``); a preset saved from
-        this class supplies the defaults.
+        this class supplies the defaults. ``config`` changes the backbone's config where the
+        weights allow it (``Backbone.config_from_preset``), e.g. ``{"dropout": 0.2}``.
         """
         preset = registry.read_preset(preset, verify=verify)
-        backbone = cls.backbone_class(cls.backbone_class.config_from_preset(preset), dtype=dtype)
+        backbone = cls.backbone_class(cls.backbone_class.config_from_preset(preset, config),
+                                      dtype=dtype)
         stored = preset.task or {}
         same_task = stored.get("class_name") == cls.__name__
         defaults = cls._known_arguments(stored.get("config", {})) if same_task \

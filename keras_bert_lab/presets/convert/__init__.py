@@ -7,6 +7,8 @@ format, so that import and export cannot drift apart:
 - :mod:`~.huggingface` — the Hugging Face BERT tensor table; :mod:`~.hf_checkpoint` — its
   directories (``config.json``, safetensors or ``pytorch_model.bin``, ``vocab.txt``, a
   sentence-transformers pooling recipe), both ways;
+- :mod:`~.modernbert` — Hugging Face ``ModernBert*`` configs and state dicts (every layer
+  global) and a ``BertBackbone`` with the modern options on, both ways;
 - :mod:`~.google` — google-research/bert's TF1 checkpoints, in;
 - :mod:`~.keras_hub` — keras-hub ``BertBackbone`` presets, both ways;
 - :mod:`~.openai_gpt` — GPT-1: Hugging Face ``OpenAIGPT*`` state dicts and directories, both

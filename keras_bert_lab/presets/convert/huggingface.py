@@ -26,6 +26,11 @@ import numpy as np
 
 from keras_bert_lab.errors import PresetError
 
+# BertConfig's modern options at their BERT values: a Hugging Face BertModel (and the formats
+# converted through this table) has none of the others; presets.convert.modernbert maps them.
+CLASSIC_OPTIONS = {"norm_first": False, "use_bias": True, "feedforward": "gelu",
+                   "position_embedding": "learned"}
+
 # Keys that carry no weight of their own in our layout (buffers, or copies of tied weights).
 _IGNORED_SUFFIXES = ("position_ids", "cls.predictions.decoder.weight",
                      "cls.predictions.decoder.bias")
@@ -60,6 +65,7 @@ def config_from_hf(hf_config):
 def config_to_hf(config):
     """The Hugging Face ``config.json`` dict of a BERT config (a ``BertConfig`` or its dict)."""
     c = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    require_classic(c)
     return {
         "architectures": ["BertForPreTraining"], "model_type": "bert",
         "vocab_size": c["vocab_size"], "hidden_size": c["hidden_size"],
@@ -71,6 +77,18 @@ def config_to_hf(config):
         "layer_norm_eps": c["layer_norm_epsilon"], "initializer_range": c["initializer_range"],
         "pad_token_id": 0, "position_embedding_type": "absolute",
     }
+
+
+def require_classic(config, target="A Hugging Face BertModel"):
+    """Raise ``PresetError`` naming the first modern option of ``config`` (a dict) that ``target``
+    cannot hold; a config without the fields (an older preset) is BERT's."""
+    for name, value in CLASSIC_OPTIONS.items():
+        if config.get(name, value) != value:
+            raise PresetError(
+                f"{target} has no equivalent of {name}={config[name]!r}: it is BERT with "
+                f"{name}={value!r} (post-LN, biases, GELU feed-forward, a learned absolute "
+                "position table). Export a BERT-style config; a model with all four modern "
+                "options maps to ModernBERT (keras_bert_lab.presets.convert.modernbert).")
 
 
 def _head_size(config):
@@ -103,6 +121,7 @@ def weight_table(config, prefix="bert.", heads=False):
     ``BertFor*`` checkpoints and ``""`` for ``BertModel`` ones.
     """
     c = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    require_classic(c)
     h, n, i = c["hidden_size"], c["num_heads"], c["intermediate_size"]
     d = _head_size(c)
     same = (lambda w: w[0], lambda w: (w,))

@@ -27,6 +27,7 @@ import numpy as np
 from keras_bert_lab.errors import PresetError
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import vocabulary as vocabulary_file
+from keras_bert_lab.presets.convert.huggingface import require_classic
 
 VOCAB_PATH = pathlib.Path("assets", "tokenizer", "vocabulary.txt")
 
@@ -37,6 +38,7 @@ def weight_table(config):
     ``keras_hub_path`` is the ``variable.path`` of the keras-hub ``BertBackbone`` twin; the fused
     attention tensors pair with three (query, key, value) paths.
     """
+    require_classic(config, "keras-hub's BertBackbone")
     same = (lambda w: w, lambda w: w)
     rows = [
         ("embeddings/token_embedding/embeddings", "token_embedding/embeddings", *same),
@@ -89,6 +91,7 @@ def config_from_keras_hub(kh_config):
 
 def config_to_keras_hub(config):
     """The constructor arguments of keras-hub's ``BertBackbone`` for our BERT config (dict)."""
+    require_classic(config, "keras-hub's BertBackbone")
     if config["layer_norm_epsilon"] != 1e-12:
         raise PresetError(f"keras-hub's BertBackbone fixes LayerNorm epsilon at 1e-12; this model "
                           f"uses {config['layer_norm_epsilon']}, so it cannot be exported "
