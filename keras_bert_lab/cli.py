@@ -12,7 +12,8 @@ import time
 from keras_bert_lab.distribution import launch
 from keras_bert_lab.errors import KblError
 from keras_bert_lab.recipes import (classify, demo, export, features, generate, ner,
-                                    preset_commands, pretrain, squad, use_commands, word2vec)
+                                    preset_commands, pretrain_cli, squad, use_commands,
+                                    word2vec)
 
 
 def _models(args):
@@ -58,7 +59,7 @@ def _forward_demo(sizes):
 
 
 def _pretrain(args):
-    pretrain.main(args)
+    pretrain_cli.main(args)
 
 
 def _demo(args):
@@ -227,7 +228,7 @@ def build_parser():
     demo.add_arguments(p)
     p.set_defaults(func=_demo)
     p = sub.add_parser("pretrain", help="pretrain a BERT (masked LM + next sentence) from text")
-    pretrain.add_arguments(p)
+    pretrain_cli.add_arguments(p)
     p.set_defaults(func=_pretrain)
     p = sub.add_parser("launch", help="run a training command in N processes joined as one JAX "
                                       "job (simulated hosts): kbl launch --processes 2 -- "

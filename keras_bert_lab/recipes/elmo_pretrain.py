@@ -77,6 +77,7 @@ class ElmoPretrainSettings(RunSettings):
 
     MODEL = "elmo"
     AT_LEAST_ONE = ("min_count",)
+    LATER = ("sampled_softmax",)
 
     model: str = "elmo"
     vocabulary: str | None = None      # a vocab.txt (<S>, </S>, <UNK>, words); None: built

@@ -7,7 +7,11 @@ model (:mod:`keras_bert_lab.tasks`), BERT's optimizer, schedule and the resumabl
 (:mod:`keras_bert_lab.training`), the held-out evaluation and the final preset. Devlin et al.
 (2019, App. A.2) pretrain with AdamW (lr 1e-4, β₂ 0.999, decay 0.01), 10,000 warm-up steps then
 linear decay, 90 % of the steps at 128 tokens and the rest at 512 (``phase2_steps``); the defaults
-here scale that down to a laptop-sized run.
+here scale that down to a laptop-sized run. The settings also reach the parts of later recipes
+(MosaicBERT, Cramming) that change the model or its objective, each off by default: the modern
+encoder options of :class:`~keras_bert_lab.models.bert_config.BertConfig` (``--norm-first``,
+``--use-bias false``, ``--feedforward geglu``, ``--position-embedding rotary``), ``--dropout 0``,
+a higher ``--mask-selection-rate`` and ``--next-sentence false`` (masked LM only).
 
 The output directory holds ``settings.json`` (the run's settings: a directory is never reused by a
 different run), ``checkpoints/``, ``log.csv`` (train rows every ``log_every`` steps and held-out
@@ -18,10 +22,7 @@ the newest checkpoint; the data stream is a pure function of the seed, so it res
 where the checkpoint was taken (see :mod:`keras_bert_lab.training.pretrain`).
 """
 
-import argparse
 import dataclasses
-import importlib
-import json
 import logging
 import os
 import time
@@ -32,11 +33,9 @@ import numpy as np
 # The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
 # `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
 from keras_bert_lab.data.registry import locate
-from keras_bert_lab.distribution import session
 from keras_bert_lab.errors import ConfigError, TrainingError
 from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import SIZES, BertConfig
-from keras_bert_lab.recipes.mirrored import mirrored
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.pretraining import BertPretrainer
 from keras_bert_lab.training.checkpoints import restore_checkpoint
@@ -57,6 +56,7 @@ class PretrainSettings(RunSettings):
     """Everything that defines a pretraining run (stored as ``settings.json``)."""
 
     AT_LEAST_ONE = ("accumulation", "mask_selection_length")
+    LATER = ("dropout", "norm_first", "use_bias", "feedforward", "position_embedding")
 
     vocabulary: str | None = None      # vocab.txt path; None: the bert-base-uncased vocabulary
     warmup_steps: int | None = None    # None: 10 % of all steps
@@ -71,6 +71,12 @@ class PretrainSettings(RunSettings):
     phase2_steps: int = 0              # extra steps at phase2_sequence_length (BERT's 512 phase)
     phase2_sequence_length: int = 512
     phase2_mask_selection_length: int = 80
+    dropout: float = 0.1               # hidden and attention dropout (0: the fused attention path)
+    # The modern encoder options (models.bert_config; all off: BERT): pre-LN, biases, GEGLU, rotary
+    norm_first: bool = False
+    use_bias: bool = True
+    feedforward: str = "gelu"
+    position_embedding: str = "learned"
 
     def __post_init__(self):
         super().__post_init__()
@@ -81,7 +87,9 @@ class PretrainSettings(RunSettings):
                               "or mixed_float16.")
         if self.size not in SIZES:
             raise ConfigError(f"--size {self.size!r}: choose one of {', '.join(SIZES)}.")
-        positions = BertConfig.from_size(self.size).max_positions
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"--dropout {self.dropout} must be in [0, 1); BERT's is 0.1.")
+        positions = BertConfig.from_size(self.size, **self.encoder_options).max_positions
         shortest = 5 if self.next_sentence else 3   # [CLS] A [SEP] (B [SEP]), a token in each
         for flag, length in (("--sequence-length", self.sequence_length),
                              ("--phase2-sequence-length", self.phase2_steps and
@@ -102,6 +110,13 @@ class PretrainSettings(RunSettings):
             raise ConfigError(f"--jit-compile {self.jit_compile!r}: choose auto, true or false.")
 
     @property
+    def encoder_options(self):
+        """The ``BertConfig`` fields these settings choose besides the size."""
+        return dict(dropout=self.dropout, attention_dropout=self.dropout,
+                    norm_first=self.norm_first, use_bias=self.use_bias,
+                    feedforward=self.feedforward, position_embedding=self.position_embedding)
+
+    @property
     def total_steps(self):
         return self.steps + self.phase2_steps
 
@@ -119,7 +134,7 @@ def build_model(settings, vocab_size):
     longest = max(settings.sequence_length,
                   settings.phase2_sequence_length if settings.phase2_steps else 0)
     config = BertConfig.from_size(settings.size, vocab_size=vocab_size,
-                                  max_positions=max(512, longest))
+                                  max_positions=max(512, longest), **settings.encoder_options)
     model = BertPretrainer(BertBackbone(config))
     warmup = (settings.warmup_steps if settings.warmup_steps is not None
               else max(1, settings.total_steps // 10))
@@ -291,130 +306,4 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
                          source=f"kbl pretrain ({settings.size}, {settings.total_steps} steps on "
                                 f"{'+'.join(settings.corpus)}, seed {settings.seed})",
                          license="as the pretraining corpus")
-    return metrics
-
-
-# ---- command line ----------------------------------------------------------------------------
-def parse_bool(text):
-    """``true``/``false`` (also ``1``/``0``, ``yes``/``no``) for a flag; anything else is an
-    argparse error, never a silent ``False``."""
-    value = {"1": True, "true": True, "yes": True, "0": False, "false": False,
-             "no": False}.get(str(text).strip().lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a boolean; use true or false.")
-    return value
-
-
-def add_arguments(parser):
-    """``kbl pretrain`` options: one per ``PretrainSettings`` field, plus the run controls."""
-    defaults = PretrainSettings()
-    session.add_arguments(parser)
-    parser.add_argument("--corpus", nargs="+", default=list(defaults.corpus),
-                        help="named corpora (wikitext2, news) or files/globs/directories")
-    parser.add_argument("--output", required=True, help="output directory of the run")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --output")
-    parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
-    parser.add_argument("--model", choices=("bert", "gpt", "elmo", "awd-lstm"), default="bert",
-                        help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
-                             "decoder on contiguous text (recipes.language_model); elmo: the "
-                             "biLM, forward and backward word LMs over characters "
-                             "(recipes.elmo_pretrain); awd-lstm: ULMFiT's word LM by truncated "
-                             "BPTT, from scratch or fine-tuned with --init-preset "
-                             "(recipes.awd_pretrain)")
-    parser.add_argument("--bpe-merges", type=int, default=None,
-                        help="gpt (default 8000): merges of the byte-pair vocabulary learned on "
-                             "the corpus when --vocabulary (vocab.txt + merges.txt) is not given")
-    parser.add_argument("--output-bias", type=parse_bool, nargs="?", const=True, default=None,
-                        metavar="{true,false}", help="gpt (default true): an LM-head bias "
-                        "started at the log unigram (without it a small GPT collapses to the "
-                        "unigram model); false: GPT-1 exactly, exportable to transformers")
-    parser.add_argument("--no-output-bias", dest="output_bias", action="store_const", const=False,
-                        help="gpt: the same as --output-bias false")
-    parser.add_argument("--min-count", type=int, default=None,
-                        help="elmo (default 3), awd-lstm (default 2): rarer words are <unk> "
-                             "without --vocabulary; awd-lstm with --init-preset: new words added")
-    for flag, help_text in MODEL_FLAGS.items():
-        parser.add_argument(flag, default=None, type=float if "decay" in flag else (
-            str if "preset" in flag else int), help=help_text)
-    for field in dataclasses.fields(PretrainSettings):
-        if field.name == "corpus":
-            continue
-        value = getattr(defaults, field.name)
-        flag = "--" + field.name.replace("_", "-")
-        # Unset flags stay None: each model's recipe then applies its own default (BERT's below).
-        help_text = f"bert default: {value}"
-        if isinstance(value, bool):
-            parser.add_argument(flag, type=parse_bool, default=None, metavar="{true,false}",
-                                help=help_text)
-        else:
-            kind = type(value) if value is not None else (int if "steps" in field.name else str)
-            parser.add_argument(flag, type=kind, default=None, help=help_text)
-
-
-# Flags of one model only (flag: help).
-MODEL_FLAGS = {
-    "--sampled-softmax": "elmo (default 0: the full softmax): words sampled per batch for the "
-                         "training softmax (bilm-tf's 8192); held-out perplexity stays exact",
-    "--init-preset": "awd-lstm: a stage-1 AWD-LSTM preset to fine-tune on --corpus (ULMFiT's "
-                     "target-task LM fine-tuning)",
-    "--max-vocabulary": "awd-lstm: words kept, most frequent first (default 30000); with "
-                        "--init-preset: words added at most",
-    "--layer-decay": "awd-lstm: learning-rate factor from each layer group to the one below "
-                     "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
-}
-ONLY_FOR = {"bpe_merges": ("gpt",), "output_bias": ("gpt",), "sampled_softmax": ("elmo",),
-            "min_count": ("elmo", "awd-lstm"), "init_preset": ("awd-lstm",),
-            "max_vocabulary": ("awd-lstm",), "layer_decay": ("awd-lstm",),
-            "data_parallel": ("bert", "gpt"), "model_parallel": ("bert", "gpt")}  # else: an error
-
-
-def _refuse_foreign_flags(args):
-    for name, models in ONLY_FOR.items():
-        if getattr(args, name, None) is not None and args.model not in models:
-            raise ConfigError(f"--{name.replace('_', '-')} applies to --model "
-                              f"{' or '.join(models)} only; leave it out with --model "
-                              f"{args.model}.")
-
-
-def _language_model_settings(args):
-    """The settings of ``kbl pretrain --model gpt|elmo`` (``LanguageModelSettings``,
-    ``ElmoPretrainSettings``); a BERT-only flag set away from its default is an error rather than
-    silently ignored. Flags left unset (``None``) take the recipe's defaults."""
-    from keras_bert_lab.recipes import awd_pretrain, elmo_pretrain, language_model
-
-    settings_class = {"elmo": elmo_pretrain.ElmoPretrainSettings,
-                      "awd-lstm": awd_pretrain.AwdPretrainSettings}.get(
-                          args.model, language_model.LanguageModelSettings)
-    names = {f.name for f in dataclasses.fields(settings_class)}
-    defaults = PretrainSettings()
-    ignored = [f.name for f in dataclasses.fields(PretrainSettings)
-               if f.name not in names and getattr(args, f.name) is not None
-               and getattr(args, f.name) != getattr(defaults, f.name)]
-    if ignored:
-        flags = ", ".join("--" + n.replace("_", "-") for n in ignored)
-        raise ConfigError(f"{flags} apply to --model bert only; leave them out with --model "
-                          f"{args.model}.")
-    return settings_class(**{k: v for k, v in vars(args).items() if k in names and v is not None})
-
-
-def main(args):
-    _refuse_foreign_flags(args)
-    model, kind = getattr(args, "model", "bert"), session.kind_from_args(args)
-    if model != "bert":
-        from keras_bert_lab.models.gpt_config import GPTConfig
-
-        settings = _language_model_settings(args)
-        recipe = importlib.import_module(type(settings).__module__)  # the settings' own recipe
-        config = GPTConfig.from_size(settings.size) if model == "gpt" else None
-    else:
-        names = {f.name for f in dataclasses.fields(PretrainSettings)}
-        settings = PretrainSettings(**{k: v for k, v in vars(args).items()
-                                       if k in names and v is not None})
-        recipe, config = None, BertConfig.from_size(settings.size)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    # The distribution is how the run trains, not what it is: it stays out of settings.json.
-    metrics = session.run_distributed(recipe.run if recipe else run, settings, args.output, kind,
-                                      config, [settings.batch_size], mirrored,
-                                      resume=args.resume, overwrite=args.overwrite)
-    print(json.dumps(metrics, indent=2))
     return metrics

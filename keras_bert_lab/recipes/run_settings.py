@@ -2,8 +2,9 @@
 
 Each recipe's settings are a dataclass deriving from :class:`RunSettings`: it re-declares a shared
 field to change its default (its place in ``settings.json`` stays), adds its own fields, names
-the extra fields that must be at least 1 in ``AT_LEAST_ONE`` and, when it has a ``model`` field,
-the one value it accepts in ``MODEL``.
+the extra fields that must be at least 1 in ``AT_LEAST_ONE``, when it has a ``model`` field,
+the one value it accepts in ``MODEL``, and in ``LATER`` the fields added after runs were saved
+without them (left out of ``settings.json`` at their default, so those runs still resume).
 """
 
 import dataclasses
@@ -18,6 +19,9 @@ class RunSettings:
 
     MODEL = None
     AT_LEAST_ONE = ()
+    # Fields added after runs were saved without them: left out of settings.json while at their
+    # default (what those runs did), so that such a run still resumes.
+    LATER = ()
 
     corpus: tuple = ("wikitext2",)
     eval_corpus: str | None = "wikitext2:valid"
@@ -50,6 +54,10 @@ class RunSettings:
     def to_dict(self):
         data = dataclasses.asdict(self)
         data["corpus"] = list(self.corpus)
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name in self.LATER:
+            if data[name] == defaults[name]:
+                del data[name]
         return data
 
 

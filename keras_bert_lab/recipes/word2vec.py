@@ -273,7 +273,7 @@ def add_arguments(parser):
         value = getattr(defaults, field.name)
         flag = "--" + field.name.replace("_", "-")
         if isinstance(value, bool):
-            from keras_bert_lab.recipes.pretrain import parse_bool
+            from keras_bert_lab.recipes.pretrain_cli import parse_bool
 
             parser.add_argument(flag, type=parse_bool, default=value, metavar="true|false")
         elif field.name == "subsampling":

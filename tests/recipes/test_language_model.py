@@ -116,12 +116,12 @@ def test_gpt_run_resumes_exactly(corpus_file, tmp_path):  # noqa: F811
 def test_output_bias_flags(flags, expected):
     import argparse
 
-    from keras_bert_lab.recipes import pretrain
+    from keras_bert_lab.recipes import pretrain_cli
 
     parser = argparse.ArgumentParser()
-    pretrain.add_arguments(parser)
+    pretrain_cli.add_arguments(parser)
     args = parser.parse_args(["--model", "gpt", "--output", "x", *flags])
-    assert pretrain._language_model_settings(args).output_bias is expected
+    assert pretrain_cli.language_model_settings(args).output_bias is expected
 
 
 def test_output_bias_flags_are_strict(corpus_file, tmp_path, capsys):  # noqa: F811

@@ -161,3 +161,57 @@ def test_missing_corpus_is_a_clear_error(tmp_path):
 
     with pytest.raises(KblError, match="does-not-exist"):
         run(settings_for(str(tmp_path / "does-not-exist.txt")), str(tmp_path / "x"), verbose=0)
+
+
+def test_modern_encoder_options_reach_the_model_and_the_preset(corpus_file, tmp_path):
+    """MosaicBERT / Cramming's model choices through the recipe: pre-LN, no biases, GEGLU,
+    rotary positions, no dropout, masked LM only at a 30 % mask rate."""
+    import json
+
+    from keras_bert_lab.models.bert import BertBackbone
+
+    modern = dict(norm_first=True, use_bias=False, feedforward="geglu",
+                  position_embedding="rotary", dropout=0.0)
+    settings = settings_for(corpus_file, steps=4, next_sentence=False, mask_selection_rate=0.3,
+                            eval_corpus=corpus_file, eval_batches=2, **modern)
+    out = tmp_path / "modern"
+    metrics = run(settings, str(out), verbose=0)
+    assert np.isfinite(metrics["heldout_loss"])
+    config = BertBackbone.from_preset(out / "preset").config
+    assert {k: getattr(config, k) for k in modern} == modern and config.attention_dropout == 0.0
+    assert json.loads((out / "settings.json").read_text())["position_embedding"] == "rotary"
+
+
+def test_runs_saved_before_the_modern_options_still_resume(corpus_file, tmp_path):
+    """A settings.json without the fields added later resumes with their defaults (BERT's)."""
+    import json
+
+    out = tmp_path / "old"
+    settings = settings_for(corpus_file, steps=2)
+    stored = settings.to_dict()
+    assert not {"dropout", "norm_first", "use_bias", "feedforward",
+                "position_embedding"} & set(stored)                        # at BERT's defaults
+    prepare_output(str(out), {**stored})
+    (out / "settings.json").write_text(json.dumps(stored))
+    run(settings, str(out), resume=True, verbose=0)
+    with pytest.raises(TrainingError, match="different settings"):
+        run(settings_for(corpus_file, steps=2, norm_first=True), str(out), resume=True, verbose=0)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--feedforward", "swiglu"], "feedforward must be one of ['gelu', 'geglu']"),
+    (["--dropout", "1.5"], "--dropout 1.5 must be in [0, 1)"),
+    (["--norm-first", "maybe"], None),
+])
+def test_modern_flags_are_checked(corpus_file, tmp_path, capsys, flags, message):
+    from keras_bert_lab.cli import main
+
+    argv = ["pretrain", "--corpus", corpus_file, "--output", str(tmp_path / "x"), *flags]
+    if message is None:                       # an argparse error, as for every boolean flag
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "'maybe' is not a boolean" in capsys.readouterr().err
+    else:
+        assert main(argv) == 2
+        assert message in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
