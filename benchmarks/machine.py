@@ -18,3 +18,54 @@ def own_seconds():
     """CPU seconds (user + system) this process has used."""
     t = os.times()
     return t.user + t.system
+
+
+def matmul_ceilings(sizes=(2048, 4096), reps=3, libraries=None):
+    """``{"<library> <n>": GFLOP/s}``: the best of ``reps`` float32 ``n × n`` matmuls (after a
+    warm-up that compiles) in numpy, torch, jax and tensorflow — each one installed, or those
+    named in ``libraries``. The machine's fp32 matmul ceiling is the highest value."""
+    import time
+
+    import numpy as np
+
+    libraries = libraries or ("numpy", "torch", "jax", "tensorflow")
+    results = {}
+
+    def best(fn, n):
+        fn()
+        times = []
+        for _ in range(reps):
+            began = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - began)
+        return 2 * n ** 3 / min(times) / 1e9
+
+    for n in sizes:
+        a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+        b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+        if "numpy" in libraries:
+            results[f"numpy {n}"] = best(lambda: a @ b, n)
+        try:
+            if "torch" in libraries:
+                import torch
+                ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+                results[f"torch {n}"] = best(lambda: torch.mm(ta, tb), n)
+        except ImportError:
+            pass
+        try:
+            if "jax" in libraries:
+                import jax
+                import jax.numpy as jnp
+                ja, jb = jnp.asarray(a), jnp.asarray(b)
+                product = jax.jit(jnp.dot)
+                results[f"jax {n}"] = best(lambda: product(ja, jb).block_until_ready(), n)
+        except ImportError:
+            pass
+        try:
+            if "tensorflow" in libraries:
+                import tensorflow as tf
+                fa, fb = tf.constant(a), tf.constant(b)
+                results[f"tensorflow {n}"] = best(lambda: tf.linalg.matmul(fa, fb)[0, 0].numpy(), n)
+        except ImportError:
+            pass
+    return results

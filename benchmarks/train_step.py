@@ -391,48 +391,12 @@ def run_worker(spec, args):
 
 def run_peak_worker(args):
     """Best fp32 GFLOP/s of large square matmuls in each library available."""
-    import numpy as np
+    from benchmarks.machine import matmul_ceilings
 
     sizes = (1024,) if args.quick else (2048,) if args.fast else (2048, 4096)
-    reps = 2 if args.quick else 3
-    results = {}
-
-    def best(fn, n):
-        fn()  # warm-up (and compile)
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return 2 * n ** 3 / min(times) / 1e9
-
-    for n in sizes:
-        a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
-        b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
-        results[f"numpy {n}"] = best(lambda: a @ b, n)
-        try:
-            import torch
-            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-            results[f"torch {n}"] = best(lambda: torch.mm(ta, tb), n)
-        except ImportError:
-            pass
-        if args.quick:  # numpy and torch only: the smoke test skips the jax/tf imports
-            continue
-        try:
-            import jax
-            import jax.numpy as jnp
-            ja, jb = jnp.asarray(a), jnp.asarray(b)
-            mm = jax.jit(jnp.dot)
-            results[f"jax {n}"] = best(lambda: mm(ja, jb).block_until_ready(), n)
-        except ImportError:
-            pass
-        try:
-            import tensorflow as tf
-            fa, fb = tf.constant(a), tf.constant(b)
-            results[f"tensorflow {n}"] = best(lambda: tf.linalg.matmul(fa, fb)[0, 0].numpy(), n)
-        except ImportError:
-            pass
-    emit({"peak": results})
+    # the smoke test (--quick) skips the jax/tf imports
+    emit({"peak": matmul_ceilings(sizes, reps=2 if args.quick else 3,
+                                  libraries=("numpy", "torch") if args.quick else None)})
     return 0
 
 
