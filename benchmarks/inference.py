@@ -9,6 +9,8 @@ resident memory reported is that configuration's alone:
 
    - ``keras_bert_lab``: ``BertBackbone.predict_on_batch`` (sequence, pooled and every hidden
      state);
+   - ``keras_bert_lab_2out``: the same backbone as a Keras model of its sequence and pooled
+     outputs only (what keras-hub's and HF's return by default);
    - ``keras_hub``: ``keras_hub.models.BertBackbone.predict_on_batch`` (sequence and pooled);
    - ``hf`` (torch only): transformers' ``BertModel`` under ``torch.inference_mode()``.
 
@@ -111,9 +113,14 @@ def bert_base(impl, args):
         batches = [{"token_ids": b, "segment_ids": zeros, "padding_mask": ones} for b in ids]
         run = model.predict_on_batch
     else:
+        import keras
+
         from keras_bert_lab import BertBackbone
 
         model = BertBackbone("base")
+        if impl == "keras_bert_lab_2out":
+            model = keras.Model(model.inputs, {k: model.output[k]
+                                               for k in ("sequence_output", "pooled_output")})
         batches = [{"token_ids": b, "segment_ids": zeros, "padding_mask": ones} for b in ids]
         run = model.predict_on_batch
     run(batches[0])                                    # compiles / traces
@@ -184,6 +191,7 @@ def configurations(args):
         for backend in args.backends:
             yield task, backend, "keras_bert_lab"
             if task == "bert-base":
+                yield task, backend, "keras_bert_lab_2out"
                 yield task, backend, "keras_hub"
         if "torch" in args.backends:
             yield task, "torch", "hf"
