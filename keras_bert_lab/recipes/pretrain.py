@@ -11,7 +11,9 @@ here scale that down to a laptop-sized run. The settings also reach the parts of
 (MosaicBERT, Cramming) that change the model or its objective, each off by default: the modern
 encoder options of :class:`~keras_bert_lab.models.bert_config.BertConfig` (``--norm-first``,
 ``--use-bias false``, ``--feedforward geglu``, ``--position-embedding rotary``), ``--dropout 0``,
-a higher ``--mask-selection-rate`` and ``--next-sentence false`` (masked LM only).
+a higher ``--mask-selection-rate`` and ``--next-sentence false`` (masked LM only), and
+``--time-budget 20m`` (the steps and the schedule sized to a wall-clock budget, Cramming's way:
+:mod:`keras_bert_lab.training.budget`).
 
 The output directory holds ``settings.json`` (the run's settings: a directory is never reused by a
 different run), ``checkpoints/``, ``log.csv`` (train rows every ``log_every`` steps and held-out
@@ -23,6 +25,7 @@ where the checkpoint was taken (see :mod:`keras_bert_lab.training.pretrain`).
 """
 
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -38,6 +41,7 @@ from keras_bert_lab.models.bert import BertBackbone
 from keras_bert_lab.models.bert_config import SIZES, BertConfig
 from keras_bert_lab.recipes.run_settings import RunSettings
 from keras_bert_lab.tasks.pretraining import BertPretrainer
+from keras_bert_lab.training import budget
 from keras_bert_lab.training.checkpoints import restore_checkpoint
 from keras_bert_lab.training.optimizers import adamw, lamb
 from keras_bert_lab.training.pretrain import Phase, train_phases
@@ -56,7 +60,8 @@ class PretrainSettings(RunSettings):
     """Everything that defines a pretraining run (stored as ``settings.json``)."""
 
     AT_LEAST_ONE = ("accumulation", "mask_selection_length")
-    LATER = ("dropout", "norm_first", "use_bias", "feedforward", "position_embedding")
+    LATER = ("dropout", "norm_first", "use_bias", "feedforward", "position_embedding",
+             "time_budget")
 
     vocabulary: str | None = None      # vocab.txt path; None: the bert-base-uncased vocabulary
     warmup_steps: int | None = None    # None: 10 % of all steps
@@ -77,6 +82,8 @@ class PretrainSettings(RunSettings):
     use_bias: bool = True
     feedforward: str = "gelu"
     position_embedding: str = "learned"
+    # A wall-clock budget ("20m", "1h30m"): the steps and the schedule sized to end with it
+    time_budget: str | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -106,6 +113,11 @@ class PretrainSettings(RunSettings):
             raise ConfigError("--phase2-steps and --warmup-steps must be at least 0.")
         if self.learning_rate is not None and not self.learning_rate > 0:
             raise ConfigError(f"--learning-rate {self.learning_rate} must be above 0.")
+        if self.time_budget is not None:
+            budget.parse_duration(self.time_budget)
+            if self.phase2_steps:
+                raise ConfigError("--time-budget sizes one phase of training; leave out "
+                                  "--phase2-steps (or give --steps instead of a budget).")
         if str(self.jit_compile).lower() not in JIT_VALUES:
             raise ConfigError(f"--jit-compile {self.jit_compile!r}: choose auto, true or false.")
 
@@ -236,6 +248,48 @@ def fill_in_the_blanks(model, tokenizer, sentences, top_k=5):
     return results
 
 
+def size_to_budget(settings, output_dir, resume, tokenizer, train_corpus, eval_corpus, clock):
+    """``settings`` with ``steps`` and ``warmup_steps`` sized to ``settings.time_budget``
+    (:mod:`keras_bert_lab.training.budget`) and the sizing as a dict: measured now on a throwaway
+    model (``clock``: when the budget began), or read back from the ``budget.json`` of the run a
+    resume continues."""
+    from keras_bert_lab.pipelines.pretraining import pretraining_dataset
+
+    path = os.path.join(output_dir, budget.BUDGET_FILE)
+    if resume and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            sizing = json.load(f)
+    else:
+        keras.utils.set_random_seed(settings.seed)
+        probe = build_model(settings, tokenizer.vocabulary_size)
+        stream = pretraining_dataset(train_corpus, tokenizer, **stream_options(settings, 1))
+        compile_s, micro_s = budget.measure(probe, stream.as_numpy_iterator())
+        eval_compile_s = eval_s = 0.0
+        if eval_corpus is not None:
+            eval_compile_s, eval_s = budget.measure_evaluation(
+                probe, heldout_dataset(settings, tokenizer, eval_corpus))
+        del probe
+        keras.backend.clear_session()   # the real model is built as a run without a budget
+        step_s = micro_s * settings.accumulation
+        seconds = budget.parse_duration(settings.time_budget)
+        # Spent already, the real model's compiles, and the last evaluation of the run.
+        fixed = time.time() - clock + compile_s + eval_compile_s + eval_s
+        steps = budget.steps_for_budget(seconds, step_s, fixed, eval_s if eval_corpus else 0.0,
+                                        settings.eval_every)
+        warmup = (settings.warmup_steps if settings.warmup_steps is not None
+                  else max(1, steps // 10))
+        sizing = {"time_budget": settings.time_budget, "budget_seconds": seconds,
+                  "step_seconds": round(step_s, 5), "compile_seconds": round(compile_s, 2),
+                  "eval_seconds": round(eval_s, 3), "spent_seconds": round(fixed, 2),
+                  "steps": steps, "warmup_steps": min(warmup, steps - 1)}  # ends at 0
+    logger.info("--time-budget %s: %.3f s a step, %.1f s of compiling and measuring → %d steps "
+                "(warm-up %d)", settings.time_budget, sizing["step_seconds"],
+                sizing["spent_seconds"], sizing["steps"], sizing["warmup_steps"])
+    sized = dataclasses.replace(settings, steps=sizing["steps"],
+                                warmup_steps=sizing["warmup_steps"])
+    return sized, sizing
+
+
 HELDOUT_SENTENCES = (
     "The [MASK] of the United States lives in the White House.",
     "He played football for the national [MASK] .",
@@ -268,10 +322,16 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     train_corpus = tokenize_corpus(corpus, tokenizer)
     eval_corpus = tokenize_corpus(settings.eval_corpus, tokenizer) if settings.eval_corpus else None
     logger.info("corpus ready in %.1fs", time.time() - started)
+    clock, sizing, stored = time.time(), None, settings.to_dict()
+    if settings.time_budget:
+        settings, sizing = size_to_budget(settings, output_dir, resume, tokenizer, train_corpus,
+                                          eval_corpus, clock)
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings, tokenizer.vocabulary_size)
     run_phases = phases(settings, tokenizer, train_corpus, eval_corpus)
-    prepare_output(output_dir, settings.to_dict(), resume=resume, overwrite=overwrite)
+    prepare_output(output_dir, stored, resume=resume, overwrite=overwrite)
+    if sizing:
+        write_json(os.path.join(output_dir, budget.BUDGET_FILE), sizing)
     start_step = 0
     if resume:
         meta = restore_checkpoint(model, os.path.join(output_dir, "checkpoints"))
@@ -295,6 +355,9 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
         metrics.update({f"heldout_{k}": float(v) for k, v in result.items()})
         metrics.update(unigram_mlm_accuracy=baseline, unigram_token=tokenizer.id_to_token(best),
                        nsp_chance=0.5)
+    if sizing:   # the budget's own clock (a resumed run: this session's part only)
+        metrics.update(time_budget_seconds=sizing["budget_seconds"],
+                       trained_seconds=round(time.time() - clock, 1))
     write_json(os.path.join(output_dir, "metrics.json"), metrics)
     plot_curves(read_rows(os.path.join(output_dir, "log.csv")), "step",
                 [(k, k.replace("_", " ")) for k in ("mlm_loss", "mlm_accuracy", "nsp_accuracy")],

@@ -77,7 +77,7 @@ def add_arguments(parser):
         value = getattr(defaults, field.name)
         flag = "--" + field.name.replace("_", "-")
         # Unset flags stay None: each model's recipe then applies its own default (BERT's below).
-        help_text = f"bert default: {value}"
+        help_text = HELP.get(field.name, f"bert default: {value}")
         if isinstance(value, bool):
             parser.add_argument(flag, type=parse_bool, default=None, metavar="{true,false}",
                                 help=help_text)
@@ -86,6 +86,9 @@ def add_arguments(parser):
             parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 
+HELP = {"time_budget": "bert: a wall-clock budget (20m, 1h30m, 900s) instead of --steps: the "
+                       "step is timed, then the steps and the warm-up/decay schedule are sized "
+                       "to end with the budget (training.budget)"}
 # Flags of one model only (flag: help).
 MODEL_FLAGS = {
     "--sampled-softmax": "elmo (default 0: the full softmax): words sampled per batch for the "
@@ -142,6 +145,9 @@ def main(args):
         recipe = importlib.import_module(type(settings).__module__)  # the settings' own recipe
         config = GPTConfig.from_size(settings.size) if model == "gpt" else None
     else:
+        if args.time_budget is not None and args.steps is not None:
+            raise ConfigError("--time-budget sizes the number of steps to the budget; give "
+                              "either --steps or --time-budget, not both.")
         names = {f.name for f in dataclasses.fields(PretrainSettings)}
         settings = PretrainSettings(**{k: v for k, v in vars(args).items()
                                        if k in names and v is not None})

@@ -51,7 +51,7 @@ SETTINGS_FILE = "settings.json"
 # Every top-level entry a kbl training run writes into its folder: --overwrite deletes these only.
 RUN_ENTRIES = frozenset({
     MARKER_FILE, SETTINGS_FILE, "log.csv", "curves.png", "metrics.json", "checkpoints", "preset",
-    "tokenizer", "vocab.txt", "vectors.txt", "embedding.keras", "vocabulary.tsv",
+    "budget.json", "tokenizer", "vocab.txt", "vectors.txt", "embedding.keras", "vocabulary.tsv",
     "valid_predictions.csv", "test_predictions.csv", "valid_predictions.json", "n_best.json",
     "predictions.json", "valid_predictions.conll", "test_predictions.conll", "per_type.csv"})
 # What a run has produced once it trained: a folder holding none of these never started.

@@ -122,6 +122,58 @@ def test_accumulation_resumes_exactly(corpus_file, tmp_path):
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
 
 
+class KeepModel(keras.callbacks.Callback):
+    def on_train_end(self, logs=None):
+        KeepModel.model_seen = self.model
+
+
+def test_time_budget_sizes_the_steps_and_the_schedule_ends_with_them(corpus_file, tmp_path):
+    """--time-budget: the step is timed, the steps and warm-up sized from it (budget.json), and
+    the learning rate reaches 0 exactly at the last step; settings.json keeps the budget."""
+    import json
+
+    out = tmp_path / "budget"
+    settings = settings_for(corpus_file, eval_corpus=corpus_file, eval_batches=2,
+                            time_budget="12s", checkpoint_every=1000, eval_every=1000)
+    metrics = run(settings, str(out), verbose=0, callbacks=[KeepModel()])
+    sizing = json.loads((out / "budget.json").read_text())
+    assert sizing["steps"] == metrics["steps"] >= 1 and sizing["budget_seconds"] == 12.0
+    assert sizing["warmup_steps"] == min(max(1, sizing["steps"] // 10), sizing["steps"] - 1)
+    assert 0 < sizing["step_seconds"] < 12 and sizing["spent_seconds"] > 0
+    model = KeepModel.model_seen
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == sizing["steps"]
+    assert float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)) == 0.0
+    stored = json.loads((out / "settings.json").read_text())
+    assert stored["time_budget"] == "12s" and stored["steps"] == settings.steps
+    assert metrics["time_budget_seconds"] == 12.0 and metrics["trained_seconds"] > 0
+
+
+@recipe_resume
+def test_time_budget_run_resumes_with_its_sizing(corpus_file, tmp_path, monkeypatch):
+    """A resumed budget run reads budget.json instead of timing again, and ends with the weights
+    of the same run given its sized --steps and --warmup-steps outright."""
+    from keras_bert_lab.training import budget
+
+    monkeypatch.setattr(budget, "steps_for_budget", lambda *args, **kwargs: 8)
+    settings = settings_for(corpus_file, time_budget="1m")
+    broken = str(tmp_path / "broken")
+    with pytest.raises(TrainingError, match="interrupted by SIGTERM at step 4"):
+        run(settings, broken, verbose=0, callbacks=[SendSignalAt(3)])
+
+    def timed_again(*args, **kwargs):
+        raise AssertionError("a resumed budget run timed the step again")
+
+    monkeypatch.setattr(budget, "measure", timed_again)
+    run(settings, broken, resume=True, verbose=0)
+    explicit = str(tmp_path / "explicit")
+    run(settings_for(corpus_file, steps=8, warmup_steps=1), explicit, verbose=0)
+    name_a, a = final_state(explicit)
+    name_b, b = final_state(broken)
+    assert name_a == name_b == "ckpt-00000008"
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
 def accumulated_settings(corpus_file):
     """4 optimizer updates of 2 batches each, a checkpoint every 2 updates."""
     return settings_for(corpus_file, steps=4, accumulation=2, checkpoint_every=2, log_every=1,
@@ -202,6 +254,10 @@ def test_runs_saved_before_the_modern_options_still_resume(corpus_file, tmp_path
     (["--feedforward", "swiglu"], "feedforward must be one of ['gelu', 'geglu']"),
     (["--dropout", "1.5"], "--dropout 1.5 must be in [0, 1)"),
     (["--norm-first", "maybe"], None),
+    (["--time-budget", "soon"], "--time-budget 'soon' is not a duration"),
+    (["--time-budget", "1m", "--steps", "5"], "either --steps or --time-budget"),
+    (["--time-budget", "1m", "--phase2-steps", "5"], "sizes one phase of training"),
+    (["--time-budget", "1m", "--model", "gpt"], "--time-budget apply to --model bert only"),
 ])
 def test_modern_flags_are_checked(corpus_file, tmp_path, capsys, flags, message):
     from keras_bert_lab.cli import main
