@@ -11,7 +11,8 @@ here scale that down to a laptop-sized run. The settings also reach the parts of
 (MosaicBERT, Cramming) that change the model or its objective, each off by default: the modern
 encoder options of :class:`~keras_bert_lab.models.bert_config.BertConfig` (``--norm-first``,
 ``--use-bias false``, ``--feedforward geglu``, ``--position-embedding rotary``), ``--dropout 0``,
-a higher ``--mask-selection-rate`` and ``--next-sentence false`` (masked LM only), and
+a higher ``--mask-selection-rate``, ``--next-sentence false`` (masked LM only) with
+``--packing true`` (full blocks of text, no padding: ``pairs.packed_rows``), and
 ``--time-budget 20m`` (the steps and the schedule sized to a wall-clock budget, Cramming's way:
 :mod:`keras_bert_lab.training.budget`).
 
@@ -61,7 +62,7 @@ class PretrainSettings(RunSettings):
 
     AT_LEAST_ONE = ("accumulation", "mask_selection_length")
     LATER = ("dropout", "norm_first", "use_bias", "feedforward", "position_embedding",
-             "time_budget")
+             "time_budget", "packing")
 
     vocabulary: str | None = None      # vocab.txt path; None: the bert-base-uncased vocabulary
     warmup_steps: int | None = None    # None: 10 % of all steps
@@ -73,6 +74,7 @@ class PretrainSettings(RunSettings):
     mask_selection_length: int = 20
     whole_word_masking: bool = False
     next_sentence: bool = True
+    packing: bool = False              # MLM only: full blocks across sentence and document ends
     phase2_steps: int = 0              # extra steps at phase2_sequence_length (BERT's 512 phase)
     phase2_sequence_length: int = 512
     phase2_mask_selection_length: int = 80
@@ -113,6 +115,9 @@ class PretrainSettings(RunSettings):
             raise ConfigError("--phase2-steps and --warmup-steps must be at least 0.")
         if self.learning_rate is not None and not self.learning_rate > 0:
             raise ConfigError(f"--learning-rate {self.learning_rate} must be above 0.")
+        if self.packing and self.next_sentence:
+            raise ConfigError("--packing true fills blocks across documents, which leaves no "
+                              "next-sentence pairs; add --next-sentence false (masked LM only).")
         if self.time_budget is not None:
             budget.parse_duration(self.time_budget)
             if self.phase2_steps:
@@ -172,7 +177,8 @@ def stream_options(settings, phase):
                                        else settings.mask_selection_length),
                 mask_selection_rate=settings.mask_selection_rate,
                 whole_word_masking=settings.whole_word_masking,
-                next_sentence=settings.next_sentence, seed=settings.seed + (1000 if long else 0))
+                next_sentence=settings.next_sentence, pack=settings.packing,
+                seed=settings.seed + (1000 if long else 0))
 
 
 def heldout_dataset(settings, tokenizer, corpus, phase=1):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lab.errors import DataError
+from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.pipelines import pretraining as pretraining_data
 from keras_bert_lab.pipelines.pretraining import (INSTANCE_FIELDS, TokenizedCorpus,
                                                   create_instances, pretraining_dataset,
@@ -163,6 +163,55 @@ def test_single_segment_mode(synthetic):
     assert la.sum() == synthetic.num_tokens
     one_document = TokenizedCorpus.from_token_lists([[[5, 6, 7], [8, 9]]])
     assert len(create_instances(one_document, next_sentence=False)["a_start"]) == 1
+
+
+def test_packed_blocks_cover_the_stream_once_and_cross_only_into_the_next_document(synthetic):
+    """pack=True: every token from the epoch's cut on is in exactly one block; A stays in one
+    document, B (only at a document's end) in the next one of the epoch's order; a block is
+    full (126 tokens alone, 125 with B) unless the next document ends inside it."""
+    inst = create_instances(synthetic, sequence_length=128, next_sentence=False, pack=True,
+                            seed=4, shuffle=False)
+    la, lb = inst["a_end"] - inst["a_start"], inst["b_end"] - inst["b_start"]
+    has_b = lb > 0
+    assert (la >= 1).all() and (la[~has_b] <= 126).all() and (la + lb)[has_b].max() <= 125
+    covered = np.zeros(synthetic.num_tokens, int)
+    for begin, end in itertools.chain(zip(inst["a_start"], inst["a_end"]),
+                                      zip(inst["b_start"], inst["b_end"])):
+        covered[begin:end] += 1
+    doc_a, doc_b = synthetic.document_of(inst["a_start"]), synthetic.document_of(inst["b_start"])
+    starts = synthetic.sentence_splits[synthetic.document_splits]
+    cut = inst["a_start"][0] - starts[doc_a[0]]                     # skipped in the first one
+    assert 0 <= cut < 126 and covered.max() == 1
+    assert covered.sum() == synthetic.num_tokens - cut
+    np.testing.assert_array_equal(synthetic.document_of(inst["a_end"] - 1), doc_a)
+    assert np.isin(inst["a_end"][has_b], starts).all()            # A ran to its document's end
+    assert np.isin(inst["b_start"][has_b], starts).all()          # B began the next one
+    np.testing.assert_array_equal(synthetic.document_of(inst["b_end"][has_b] - 1), doc_b[has_b])
+    short = (la < 126) & ~has_b
+    # A block is short only where a document ended (or the epoch's stream did).
+    assert np.isin(inst["a_end"][short], np.append(starts, synthetic.num_tokens)).all()
+    assert ((la + lb)[has_b] == 125).mean() > 0.9 and has_b.mean() > 0.05
+    other = create_instances(synthetic, sequence_length=128, next_sentence=False, pack=True,
+                             seed=4, epoch=1, shuffle=False)
+    assert not np.array_equal(other["a_start"][:50], inst["a_start"][:50])   # a new cut
+    with pytest.raises(ConfigError, match="next_sentence=False"):
+        create_instances(synthetic, pack=True)
+
+
+def test_packed_stream_has_no_padding_and_marks_the_document_change(wikitext_valid, tokenizer):
+    ds = pretraining_dataset(wikitext_valid, tokenizer, batch_size=64, sequence_length=64,
+                             next_sentence=False, pack=True, output="dict")
+    batch = next(iter(ds))
+    ids, segments = batch["token_ids"].numpy(), batch["segment_ids"].numpy()
+    assert (batch["padding_mask"].numpy() == 1).all()
+    seps = (ids == tokenizer.sep_token_id).sum(axis=1)
+    assert set(seps) <= {1, 2} and (seps == 2).any()
+    assert (ids[:, -1] == tokenizer.sep_token_id).all()
+    assert (ids[:, 0] == tokenizer.cls_token_id).all()
+    for row, n in zip(range(len(ids)), seps):     # B (segment 1) follows the first [SEP]
+        first = int(np.argmax(ids[row] == tokenizer.sep_token_id))
+        assert (segments[row, :first + 1] == 0).all()
+        assert (segments[row, first + 1:] == (1 if n == 2 else 0)).all()
 
 
 def test_fewer_than_two_documents_is_a_clear_error(tokenizer):

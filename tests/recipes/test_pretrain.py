@@ -217,7 +217,7 @@ def test_missing_corpus_is_a_clear_error(tmp_path):
 
 def test_modern_encoder_options_reach_the_model_and_the_preset(corpus_file, tmp_path):
     """MosaicBERT / Cramming's model choices through the recipe: pre-LN, no biases, GEGLU,
-    rotary positions, no dropout, masked LM only at a 30 % mask rate."""
+    rotary positions, no dropout, masked LM only at a 30 % mask rate on packed blocks."""
     import json
 
     from keras_bert_lab.models.bert import BertBackbone
@@ -225,7 +225,7 @@ def test_modern_encoder_options_reach_the_model_and_the_preset(corpus_file, tmp_
     modern = dict(norm_first=True, use_bias=False, feedforward="geglu",
                   position_embedding="rotary", dropout=0.0)
     settings = settings_for(corpus_file, steps=4, next_sentence=False, mask_selection_rate=0.3,
-                            eval_corpus=corpus_file, eval_batches=2, **modern)
+                            eval_corpus=corpus_file, eval_batches=2, packing=True, **modern)
     out = tmp_path / "modern"
     metrics = run(settings, str(out), verbose=0)
     assert np.isfinite(metrics["heldout_loss"])
@@ -254,6 +254,7 @@ def test_runs_saved_before_the_modern_options_still_resume(corpus_file, tmp_path
     (["--feedforward", "swiglu"], "feedforward must be one of ['gelu', 'geglu']"),
     (["--dropout", "1.5"], "--dropout 1.5 must be in [0, 1)"),
     (["--norm-first", "maybe"], None),
+    (["--packing", "true"], "add --next-sentence false"),
     (["--time-budget", "soon"], "--time-budget 'soon' is not a duration"),
     (["--time-budget", "1m", "--steps", "5"], "either --steps or --time-budget"),
     (["--time-budget", "1m", "--phase2-steps", "5"], "sizes one phase of training"),

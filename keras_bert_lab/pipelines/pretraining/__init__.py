@@ -46,7 +46,11 @@ Three choices differ on purpose from the original script; two can be switched ba
 A single-segment mode (``next_sentence=False``) packs ``[CLS] sentences… [SEP]`` with whole
 sentences while they fit, within a document (RoBERTa's DOC-SENTENCES; Liu et al. 2019, §4.2): the
 sentence that would overflow starts the next sequence, and only a single sentence longer than
-``sequence_length - 2`` is cut (at its end). The NSP loss gets a weight of 0.
+``sequence_length - 2`` is cut (at its end). The NSP loss gets a weight of 0. On WikiText-2 at
+128 tokens such blocks are 79 % text and 21 % padding; ``pack=True`` (MosaicBERT's and Cramming's
+packing, RoBERTa's FULL-SENTENCES) cuts full blocks whatever the sentence ends, and a block that
+reaches a document's end goes on into the next document after a ``[SEP]`` (as segment B), so
+only the corpus' last block is padded (:func:`~.pairs.packed_rows`).
 
 For corpora too large to tokenize in memory — or to train from the same fixed files many times —
 :func:`write_tfrecords` writes instances to sharded TFRecord files (google-research/bert's feature

@@ -26,7 +26,7 @@ def _rngs(seed, epoch):
 
 def create_instances(corpus, *, sequence_length=128, short_seq_prob=0.1, next_sentence=True,
                      seed=0, epoch=0, short_seq_scope="instance", balance_next_sentence=True,
-                     shuffle=True):
+                     shuffle=True, pack=False):
     """One epoch of pretraining instances, as offsets into ``corpus.token_ids``.
 
     Follows google-research/bert's ``create_instances_from_document`` (see the module doc; the two
@@ -44,6 +44,9 @@ def create_instances(corpus, *, sequence_length=128, short_seq_prob=0.1, next_se
         balance_next_sentence: keep the NSP labels at 50/50 (see the module doc); ``False`` =
             the original's fair coin on the chunks that have a choice.
         shuffle: shuffle the instances (as the original does).
+        pack: single segments only: full blocks of text regardless of sentence ends, a block
+            that reaches a document's end continuing as segment B into the next document
+            (:func:`packed_rows`); ``short_seq_prob`` does not apply.
 
     Returns:
         A dict of NumPy arrays, one entry per instance: ``a_start``, ``a_end``, ``b_start``,
@@ -81,6 +84,75 @@ def create_instances(corpus, *, sequence_length=128, short_seq_prob=0.1, next_se
     if max_tokens < (2 if next_sentence else 1):
         raise ConfigError(f"sequence_length={sequence_length} leaves no room for the segments.")
     rnd, gen = _rngs(seed, epoch)
+    if pack:
+        if next_sentence:
+            raise ConfigError("pack=True builds single segments (MLM only); set "
+                              "next_sentence=False.")
+        order = gen.permutation(num_documents)        # a new order and a new cut each epoch
+        begin, end = corpus.sentence_splits[corpus.document_splits[order[0]:order[0] + 2]]
+        rows = packed_rows(corpus, sequence_length, order,
+                           rnd.randrange(min(max_tokens, int(end - begin))))
+    else:
+        rows = _sentence_rows(corpus, next_sentence, max_tokens, short_seq_prob, short_seq_scope,
+                              balance_next_sentence, num_documents, rnd)
+    table = np.array(rows, np.int64).reshape(-1, len(INSTANCE_FIELDS))
+    out = {name: table[:, k] for k, name in enumerate(INSTANCE_FIELDS)}
+    if not pack:
+        _truncate(out, max_tokens, next_sentence, gen)
+    if shuffle:
+        order = gen.permutation(len(table))
+        out = {name: value[order] for name, value in out.items()}
+    out = {name: np.ascontiguousarray(value) for name, value in out.items()}
+    for name in ("next_sentence_label", "target_length", "document"):
+        out[name] = out[name].astype(np.int32)
+    return out
+
+
+def packed_rows(corpus, sequence_length, order, offset=0):
+    """Instance rows of full blocks of text (MosaicBERT's and Cramming's packing, RoBERTa's
+    FULL-SENTENCES): the documents in ``order`` read as one stream from ``offset`` tokens into
+    the first, cut every ``sequence_length - 2`` tokens whatever the sentence ends. A block that meets a
+    document's end holds that end as segment A and goes on into the next document as segment B
+    (``[CLS] A [SEP] B [SEP]``: the separator and the segment id mark the change of document, as
+    in RoBERTa; attention is not cut there). A document shorter than what is left of a block
+    ends the block early.
+
+    >>> corpus = TokenizedCorpus.from_token_lists([[[1, 2, 3, 4, 5]], [[6, 7, 8]], [[9]]])
+    >>> rows = packed_rows(corpus, 6, order=[0, 1, 2])       # 4 tokens alone, 3 with a B
+    >>> [(a0, a1, b0, b1) for a0, a1, b0, b1, *_ in rows]   # offsets of A and B in the stream
+    [(0, 4, 4, 4), (4, 5, 5, 7), (7, 8, 8, 9)]
+    """
+    tokens = corpus.sentence_splits[corpus.document_splits]          # document starts/ends
+    full, pair = sequence_length - 2, sequence_length - 3              # A alone; A + B
+    rows, d = [], 0
+    position = int(tokens[order[0]]) + int(offset)
+    while d < len(order):
+        doc = order[d]
+        end = int(tokens[doc + 1])
+        left = end - position
+        if left >= pair or d + 1 == len(order):   # a full block (or the stream's last) as A
+            a_end = min(end, position + full)
+            rows.append((position, a_end, a_end, a_end, 0, full, doc, a_end))
+            position = a_end
+            if position == end:
+                d += 1
+                position = int(tokens[order[d]]) if d < len(order) else position
+            continue
+        nxt = order[d + 1]
+        b_start = int(tokens[nxt])
+        b_end = min(int(tokens[nxt + 1]), b_start + pair - left)
+        rows.append((position, end, b_start, b_end, 0, full, doc, end))
+        d += 1
+        position = b_end
+        if position == int(tokens[nxt + 1]):     # the next document ended inside the block
+            d += 1
+            position = int(tokens[order[d]]) if d < len(order) else position
+    return rows
+
+
+def _sentence_rows(corpus, next_sentence, max_tokens, short_seq_prob, short_seq_scope,
+                   balance_next_sentence, num_documents, rnd):
+    """Instance rows from whole sentences: Google's pairs, or single segments (DOC-SENTENCES)."""
     lengths = np.diff(corpus.sentence_splits).tolist()
     starts = corpus.sentence_splits.tolist()
     docs = corpus.document_splits.tolist()
@@ -144,16 +216,7 @@ def create_instances(corpus, *, sequence_length=128, short_seq_prob=0.1, next_se
                 if short_seq_scope == "instance":
                     target = draw_target()
             i += 1
-    table = np.array(rows, np.int64).reshape(-1, len(INSTANCE_FIELDS))
-    out = {name: table[:, k] for k, name in enumerate(INSTANCE_FIELDS)}
-    _truncate(out, max_tokens, next_sentence, gen)
-    if shuffle:
-        order = gen.permutation(len(table))
-        out = {name: value[order] for name, value in out.items()}
-    out = {name: np.ascontiguousarray(value) for name, value in out.items()}
-    for name in ("next_sentence_label", "target_length", "document"):
-        out[name] = out[name].astype(np.int32)
-    return out
+    return rows
 
 
 def _truncate(instances, budget, next_sentence, gen):

@@ -33,18 +33,24 @@ def to_fit_inputs(batch, next_sentence=True):
 
 
 class Assembler:
-    """Instances (offset rows) → packed token ids, in-graph."""
+    """Instances (offset rows) → packed token ids, in-graph. With ``pack`` a row has a segment B
+    only where its block crossed into another document (``[CLS] A [SEP] B [SEP]``); the others
+    are ``[CLS] A [SEP]``."""
 
-    def __init__(self, corpus, packer, next_sentence):
+    def __init__(self, corpus, packer, next_sentence, pack=False):
         self.tokens = tf.constant(corpus.token_ids, tf.int32)
-        self.packer, self.next_sentence = packer, next_sentence
+        self.packer, self.next_sentence, self.pack = packer, next_sentence, pack
 
     def __call__(self, rows):
         a = tf.gather(self.tokens, tf.ragged.range(rows["a_start"], rows["a_end"]))
         b = None
-        if self.next_sentence:
+        if self.next_sentence or self.pack:
             b = tf.gather(self.tokens, tf.ragged.range(rows["b_start"], rows["b_end"]))
         out = self.packer.pack(a, b)
+        if self.pack:
+            single = self.packer.pack(a)
+            has_b = (rows["b_end"] > rows["b_start"])[:, None]
+            out = {key: tf.where(has_b, value, single[key]) for key, value in out.items()}
         out["next_sentence_label"] = tf.cast(rows["next_sentence_label"], tf.int32)
         return out
 
@@ -74,7 +80,7 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, sequence_length=128
                         random_token_rate=0.1, whole_word_masking=False, next_sentence=True,
                         short_seq_prob=0.1, short_seq_scope="instance",
                         balance_next_sentence=True, seed=0, num_epochs=None, drop_remainder=True,
-                        output="fit"):
+                        output="fit", pack=False):
     """An endless (or ``num_epochs``-long) stream of BERT pretraining batches from raw text.
 
     Reads and tokenizes ``corpus`` once, then each epoch draws new next-sentence pairs (shuffled)
@@ -96,6 +102,8 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, sequence_length=128
             :class:`~.masking.MaskedLMMasker`.
         next_sentence: A/B pairs with NSP labels (default) or single segments.
         short_seq_prob, short_seq_scope, balance_next_sentence: see :func:`create_instances`.
+        pack: with ``next_sentence=False``, full blocks of text across sentence and document
+            ends, no padding but at the corpus' end (:func:`~.pairs.packed_rows`).
         seed: reproduces the whole stream.
         num_epochs: passes over the corpus (``None``: endless). Epochs join without a gap; the
             last incomplete batch is dropped unless ``drop_remainder=False``.
@@ -127,7 +135,7 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, sequence_length=128
     instance_kwargs = dict(sequence_length=sequence_length, short_seq_prob=short_seq_prob,
                            next_sentence=next_sentence, seed=seed,
                            short_seq_scope=short_seq_scope,
-                           balance_next_sentence=balance_next_sentence)
+                           balance_next_sentence=balance_next_sentence, pack=pack)
     first = create_instances(tokenized, **instance_kwargs)  # validates early, with a clear error
     per_epoch = len(first["a_start"])
     if drop_remainder and num_epochs is not None and per_epoch * num_epochs < batch_size:
@@ -142,7 +150,7 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, sequence_length=128
         output_signature={name: tf.TensorSpec([None], tf.int64) for name in STREAM_FIELDS})
     assemble = Assembler(tokenized, BertPacker.from_tokenizer(tokenizer, sequence_length,
                                                                truncation="longest_first_google"),
-                          next_sentence)
+                          next_sentence, pack)
     seed_tensor = tf.constant(int(seed) & 0x7FFFFFFF, tf.int64)
 
     def build(index, batch):
