@@ -62,7 +62,7 @@ class PretrainSettings(RunSettings):
 
     AT_LEAST_ONE = ("accumulation", "mask_selection_length")
     LATER = ("dropout", "norm_first", "use_bias", "feedforward", "position_embedding",
-             "time_budget", "packing")
+             "time_budget", "packing", "intermediate_size")
 
     vocabulary: str | None = None      # vocab.txt path; None: the bert-base-uncased vocabulary
     warmup_steps: int | None = None    # None: 10 % of all steps
@@ -84,6 +84,7 @@ class PretrainSettings(RunSettings):
     use_bias: bool = True
     feedforward: str = "gelu"
     position_embedding: str = "learned"
+    intermediate_size: int | None = None   # None: 4 × hidden; GEGLU at equal weights: 8/3 ×
     # A wall-clock budget ("20m", "1h30m"): the steps and the schedule sized to end with it
     time_budget: str | None = None
 
@@ -129,9 +130,12 @@ class PretrainSettings(RunSettings):
     @property
     def encoder_options(self):
         """The ``BertConfig`` fields these settings choose besides the size."""
-        return dict(dropout=self.dropout, attention_dropout=self.dropout,
-                    norm_first=self.norm_first, use_bias=self.use_bias,
-                    feedforward=self.feedforward, position_embedding=self.position_embedding)
+        options = dict(dropout=self.dropout, attention_dropout=self.dropout,
+                       norm_first=self.norm_first, use_bias=self.use_bias,
+                       feedforward=self.feedforward, position_embedding=self.position_embedding)
+        if self.intermediate_size is not None:
+            options["intermediate_size"] = self.intermediate_size
+        return options
 
     @property
     def total_steps(self):

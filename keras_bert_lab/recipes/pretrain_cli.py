@@ -82,7 +82,8 @@ def add_arguments(parser):
             parser.add_argument(flag, type=parse_bool, default=None, metavar="{true,false}",
                                 help=help_text)
         else:
-            kind = type(value) if value is not None else (int if "steps" in field.name else str)
+            kind = type(value) if value is not None else (
+                int if "steps" in field.name or field.name == "intermediate_size" else str)
             parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 

@@ -1,0 +1,412 @@
+"""Time to quality: how soon each pretraining recipe gives a good masked-LM model on this machine.
+
+A user who pretrains cares how soon they have a good model, not how fast one step of the 2018
+recipe is. Same machine, corpus (WikiText-2 train), vocabulary (bert-base-uncased) and model
+size (BERT-mini: 4 layers, 256 wide, 4 heads), the same wall-clock budget for each recipe:
+
+- ``bert``: the BERT recipe (``kbl pretrain`` defaults: post-LN, dropout 0.1, masked LM + NSP on
+  sentence pairs, 15 % masking, AdamW at 5e-4 with 10 % warm-up and linear decay) under
+  ``--time-budget``;
+- ``modern``: MosaicBERT's and Cramming's choices (pre-LN, no biases, GEGLU at the same weight
+  count, no dropout, masked LM only on packed blocks, a 30 % mask rate, a peak rate of 1e-3)
+  under the same budget; ``modern-<option>`` puts one option back to BERT's (the ablation rows:
+  ``norm_first``, ``use_bias``, ``feedforward``, ``dropout``, ``next_sentence``, ``packing``,
+  ``mask_selection_rate``, ``learning_rate``; ``modern+rotary`` adds rotary positions);
+- ``hf``: Hugging Face ``transformers``' ``BertForMaskedLM`` trained the way ``run_mlm.py``
+  trains it with the Trainer's defaults (batch 8, AdamW at 5e-5, no warm-up, linear decay, no
+  weight decay, gradient clipping at 1; ``DataCollatorForLanguageModeling`` at 15 %; every line
+  tokenized with ``[CLS]``/``[SEP]``, concatenated and cut into 128-token blocks), on torch;
+  ``hf-bert-recipe``: the same loop with the BERT recipe's batch 32, rate 5e-4, 10 % warm-up
+  and decay 0.01.
+
+Every model is scored the same way, on the same fixed batches: masked-LM accuracy on WikiText-2
+valid in single 128-token segments, 15 % of the tokens selected, 80/10/10, one draw of masks.
+Our recipes keep a copy of the weights every ``budget / points`` seconds (in memory, the clock
+running) and score them after training; the HF loop scores itself with its clock stopped. The
+x axis is the wall time from the start of each recipe (tokenizing, timing the step for the
+budget, compiling, training). Then, optionally (``--tasks rt stsb``), each final model is
+fine-tuned with one recipe (``kbl finetune``; the HF model through ``kbl preset import-hf``).
+
+Run it alone on the machine: every number here is a wall time.
+
+Usage::
+
+    python benchmarks/time_to_quality.py --out /tmp/ttq --budget 20m
+    python benchmarks/time_to_quality.py --out /tmp/ttq --budget 5m --recipes bert modern \\
+        modern-packing modern-dropout --tasks rt stsb
+    python benchmarks/time_to_quality.py --out /tmp/ttq --report
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+MODERN = dict(norm_first=True, use_bias=False, feedforward="geglu", dropout=0.0, next_sentence=False, packing=True, mask_selection_rate=0.3,
+              mask_selection_length=40, learning_rate=1e-3)
+# option → what ``modern-<option>`` puts back (BERT's value); the width follows GEGLU
+BERT_VALUES = dict(norm_first=dict(norm_first=False), use_bias=dict(use_bias=True),
+                   feedforward=dict(feedforward="gelu", intermediate_size=None),
+                   dropout=dict(dropout=0.1), next_sentence=dict(next_sentence=True,
+                                                                 packing=False),
+                   packing=dict(packing=False),
+                   mask_selection_rate=dict(mask_selection_rate=0.15, mask_selection_length=20),
+                   learning_rate=dict(learning_rate=5e-4))
+HF = {"hf": dict(batch_size=8, learning_rate=5e-5, warmup=0.0, weight_decay=0.0),
+      "hf-bert-recipe": dict(batch_size=32, learning_rate=5e-4, warmup=0.1, weight_decay=0.01)}
+FINETUNE = {"rt": (["classify", "--dataset", "rotten_tomatoes", "--sequence-length", "64"],
+                   "accuracy"),
+            "stsb": (["pair", "--dataset", "stsb", "--sequence-length", "64"], "pearson")}
+
+
+def recipe_settings(name, size="mini"):
+    """``PretrainSettings`` overrides of one of our recipes (``bert``, ``modern…``). GEGLU's
+    width is 8/3 of the hidden size (rounded to 8), so its feed-forward has GELU's weights."""
+    from keras_bert_lab.models.bert_config import BertConfig
+
+    modern = dict(MODERN, intermediate_size=round(BertConfig.from_size(size).hidden_size * 8 / 24)
+                  * 8)
+    if name == "bert":
+        return {}
+    if name == "modern":
+        return modern
+    if name == "modern+rotary":
+        return dict(modern, position_embedding="rotary")
+    option = name.removeprefix("modern-")
+    if not name.startswith("modern-") or option not in BERT_VALUES:
+        raise SystemExit(f"unknown recipe {name!r}: bert, modern, modern+rotary, "
+                         f"modern-<{'|'.join(BERT_VALUES)}>, {', '.join(HF)}")
+    return {k: v for k, v in dict(modern, **BERT_VALUES[option]).items() if v is not None}
+
+
+def common_heldout(tokenizer, batches):
+    """The one evaluation set: WikiText-2 valid, single 128-token segments, 15 % / 80/10/10."""
+    from keras_bert_lab.pipelines.pretraining import pretraining_dataset
+
+    ds = pretraining_dataset("wikitext2:valid", tokenizer, batch_size=32, sequence_length=128,
+                             next_sentence=False, seed=12345, output="dict")
+    return [{k: v.numpy() for k, v in b.items()} for b in ds.take(batches)]
+
+
+def accuracy(logits_of, heldout):
+    """Masked-LM accuracy over ``heldout``: ``logits_of(batch)`` gives (B, P, V) logits."""
+    import numpy as np
+
+    hits = total = 0.0
+    for batch in heldout:
+        guess = np.argmax(logits_of(batch), axis=-1)
+        weights = batch["mask_weights"]
+        hits += float(((guess == batch["mask_ids"]) * weights).sum())
+        total += float(weights.sum())
+    return hits / total
+
+
+class Snapshots:
+    """A Keras callback keeping the weights every ``every_s`` seconds (and at the end)."""
+
+    def __new__(cls, every_s, start):
+        import keras
+
+        class _Snapshots(keras.callbacks.Callback):
+            def __init__(self):
+                super().__init__()
+                self.taken, self.next_at = [], every_s
+
+            def _take(self):
+                step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+                self.taken.append((time.time() - start, step, self.model.get_weights()))
+
+            def on_train_batch_end(self, batch, logs=None):
+                if time.time() - start >= self.next_at:
+                    self._take()
+                    self.next_at += every_s
+
+            def on_train_end(self, logs=None):
+                if not self.taken or self.taken[-1][1] != int(
+                        keras.ops.convert_to_numpy(self.model.optimizer.iterations)):
+                    self._take()
+
+        return _Snapshots()
+
+
+def train_ours(name, args, heldout, out):
+    """One of our recipes under the budget; returns its curve and final numbers."""
+    import keras
+    import numpy as np
+
+    from keras_bert_lab.recipes.pretrain import PretrainSettings, run
+
+    settings = PretrainSettings(size=args.size, time_budget=args.budget, eval_every=1000000,
+                                checkpoint_every=1000000, log_every=50, seed=args.seed,
+                                **recipe_settings(name, args.size))
+    start = time.time()
+    snapshots = Snapshots(_seconds(args.budget) / args.points, start)
+    metrics = run(settings, str(out), overwrite=True, verbose=0, callbacks=[snapshots])
+    wall = time.time() - start
+    model = snapshots.model
+    curve = []
+    for seconds, step, weights in snapshots.taken:
+        model.set_weights(weights)
+
+        def logits_of(batch):
+            features = {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask",
+                                              "mask_positions")}
+            return keras.ops.convert_to_numpy(model(features, training=False)["mlm"])
+
+        curve.append({"seconds": round(seconds, 1), "step": step,
+                      "accuracy": accuracy(logits_of, heldout)})
+        print(f"  {name}: {seconds:7.1f} s, step {step:5d}: held-out MLM accuracy "
+              f"{curve[-1]['accuracy']:.4f}", flush=True)
+    sizing = json.loads((out / "budget.json").read_text())
+    return {"recipe": name, "curve": curve, "steps": metrics["steps"],
+            "wall_seconds": round(wall, 1),
+            "trained_seconds": metrics["trained_seconds"], "step_seconds": sizing["step_seconds"],
+            "parameters": int(sum(np.prod(w.shape) for w in model.weights)),
+            "preset": str(out / "preset")}
+
+
+def train_hf(name, args, heldout, out, tokenizer, vocabulary):
+    """``BertForMaskedLM`` trained as ``run_mlm.py`` trains it, under the same budget."""
+    import numpy as np
+    import torch
+    import transformers
+
+    from keras_bert_lab.models.bert_config import BertConfig
+    from keras_bert_lab.pipelines.pretraining import tokenize_corpus
+    from keras_bert_lab.training import budget
+
+    recipe = HF[name]
+    start = time.time()
+    paused = 0.0
+    torch.manual_seed(args.seed)
+    hf_tokenizer = transformers.BertTokenizerFast(vocab_file=str(vocabulary), do_lower_case=True)
+    corpus = tokenize_corpus("wikitext2", tokenizer)     # the same ids as HF's (tested)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    lines = np.split(corpus.token_ids, corpus.sentence_splits[1:-1])
+    stream = np.concatenate([np.concatenate([[cls], line, [sep]]) for line in lines])
+    blocks = stream[:len(stream) // 128 * 128].reshape(-1, 128)     # run_mlm's group_texts
+    collator = transformers.DataCollatorForLanguageModeling(hf_tokenizer, mlm_probability=0.15)
+    ours = BertConfig.from_size(args.size)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocabulary_size, hidden_size=ours.hidden_size,
+        num_hidden_layers=ours.num_layers, num_attention_heads=ours.num_heads,
+        intermediate_size=ours.intermediate_size, max_position_embeddings=512)
+    generator = np.random.default_rng(args.seed)
+
+    def batches():                                       # the Trainer's shuffled epochs
+        size = recipe["batch_size"]
+        while True:
+            order = generator.permutation(len(blocks))
+            for i in range(0, len(order) - size + 1, size):
+                yield collator([{"input_ids": torch.tensor(r)} for r in blocks[order[i:i + size]]])
+
+    def make(total_steps):
+        model = transformers.BertForMaskedLM(config)
+        decay = [p for n, p in model.named_parameters() if "bias" not in n and "LayerNorm" not in n]
+        rest = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
+        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": recipe["weight_decay"]},
+                                       {"params": rest, "weight_decay": 0.0}],
+                                      lr=recipe["learning_rate"])
+        schedule = transformers.get_linear_schedule_with_warmup(
+            optimizer, int(recipe["warmup"] * total_steps), total_steps)
+        return model, optimizer, schedule
+
+    def step(model, optimizer, schedule, batch):
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+
+    # The budget is sized as ours is: the step timed on a throwaway model first.
+    probe, data = make(1000), batches()
+    times = []
+    for _ in range(11):
+        began = time.perf_counter()
+        step(*probe, next(data))
+        times.append(time.perf_counter() - began)
+    step_s = sorted(times[1:])[5]
+    total = budget.steps_for_budget(_seconds(args.budget), step_s, time.time() - start)
+    torch.manual_seed(args.seed)
+    model, optimizer, schedule = make(total)
+    del probe
+
+    def evaluate():
+        model.eval()
+        with torch.no_grad():
+            def logits_of(batch):
+                logits = model(input_ids=torch.tensor(batch["token_ids"], dtype=torch.long),
+                               attention_mask=torch.tensor(batch["padding_mask"]),
+                               token_type_ids=torch.tensor(batch["segment_ids"],
+                                                           dtype=torch.long)).logits
+                positions = torch.tensor(batch["mask_positions"], dtype=torch.long)
+                return torch.gather(logits, 1, positions[..., None].expand(
+                    -1, -1, logits.shape[-1])).numpy()
+
+            value = accuracy(logits_of, heldout)
+        model.train()
+        return value
+
+    curve, every = [], _seconds(args.budget) / args.points
+    model.train()
+    next_at = every
+    for i in range(1, total + 1):
+        step(model, optimizer, schedule, next(data))
+        elapsed = time.time() - start - paused
+        if elapsed >= next_at or i == total:
+            began = time.time()
+            curve.append({"seconds": round(elapsed, 1), "step": i, "accuracy": evaluate()})
+            paused += time.time() - began
+            next_at += every
+            print(f"  {name}: {elapsed:7.1f} s, step {i:5d}: held-out MLM accuracy "
+                  f"{curve[-1]['accuracy']:.4f}", flush=True)
+    hf_dir = out / "hf"
+    # BertForMaskedLM has no pooler: saved inside a BertForPreTraining whose pooler (and NSP
+    # head) start fresh, as transformers' own fine-tuning of an MLM checkpoint starts them.
+    whole = transformers.BertForPreTraining(config)
+    missing = whole.load_state_dict(model.state_dict(), strict=False).missing_keys
+    assert all("pooler" in k or "seq_relationship" in k for k in missing), missing
+    whole.save_pretrained(hf_dir)
+    hf_tokenizer.save_pretrained(hf_dir)
+    shutil.copy(vocabulary, hf_dir / "vocab.txt")    # newer transformers write tokenizer.json only
+    return {"recipe": name, "curve": curve, "steps": total,
+            "wall_seconds": round(time.time() - start - paused, 1), "step_seconds": step_s,
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+            "hf_dir": str(hf_dir)}
+
+
+def finetune(result, task, args, out):
+    """``kbl finetune`` of a recipe's final model on ``task``; returns the test metric."""
+    import keras
+
+    from keras_bert_lab.cli import main as kbl
+
+    preset = result.get("preset")
+    if preset is None:      # the HF model: into a preset first
+        preset = str(out / "preset")
+        if not os.path.exists(preset):
+            assert kbl(["preset", "import-hf", result["hf_dir"], preset]) == 0
+    command, metric = FINETUNE[task]
+    run = out / f"finetune-{task}"
+    keras.backend.clear_session()
+    argv = ["finetune", *command, "--preset", preset, "--output", str(run), "--overwrite",
+            "--epochs", str(args.epochs), "--patience", str(args.epochs), "--batch-size", "32",
+            "--learning-rate", str(args.finetune_learning_rate), "--seed", str(args.seed)]
+    if args.finetune_limit:
+        argv += ["--limit", str(args.finetune_limit)]
+    if kbl(argv) != 0:
+        raise SystemExit(f"kbl {' '.join(argv)} failed")
+    metrics = json.loads((run / "metrics.json").read_text())
+    return (metrics["test"] or {}).get(metric)
+
+
+def _seconds(text):
+    from keras_bert_lab.training.budget import parse_duration
+
+    return parse_duration(text)
+
+
+def first_reaching(curve, target):
+    """Seconds at which ``curve`` first reaches ``target`` accuracy, or ``None``."""
+    return next((p["seconds"] for p in curve if p["accuracy"] >= target), None)
+
+
+def report(results, path):
+    """The table (markdown) and the figure of accuracy against wall time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    reference = results.get("bert")
+    target = reference["curve"][-1]["accuracy"] if reference else None
+    lines = ["| recipe | steps | s/step | weights | held-out MLM accuracy | reaches BERT's final "
+             "at | RT test acc | STS-B test Pearson |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    figure, axis = plt.subplots(figsize=(7, 4.2))
+    for name, result in results.items():
+        curve = result["curve"]
+        reach = first_reaching(curve, target) if target is not None else None
+        finetuned = result.get("finetune", {})
+        cells = [name, f"{result['steps']:,}", f"{result['step_seconds']:.3f}",
+                 f"{result['parameters'] / 1e6:.2f} M", f"{curve[-1]['accuracy']:.4f}",
+                 f"{reach:.0f} s" if reach is not None else "—"]
+        cells += [f"{finetuned[t]:.3f}" if finetuned.get(t) is not None else "—"
+                  for t in ("rt", "stsb")]
+        lines.append("| " + " | ".join(cells) + " |")
+        axis.plot([p["seconds"] / 60 for p in curve], [p["accuracy"] for p in curve],
+                  marker="o", markersize=3, label=name)
+    if target is not None:
+        axis.axhline(target, color="grey", linewidth=0.8, linestyle=":")
+    axis.set_xlabel("wall time (minutes)")
+    axis.set_ylabel("held-out masked-LM accuracy")
+    axis.set_title("Time to quality, BERT-mini on WikiText-2")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="working folder (finished recipes reused)")
+    parser.add_argument("--budget", default="20m", help="wall-clock budget of each recipe")
+    parser.add_argument("--recipes", nargs="+", default=["bert", "modern", "hf"])
+    parser.add_argument("--size", default="mini")
+    parser.add_argument("--points", type=int, default=10, help="scored copies per run")
+    parser.add_argument("--heldout-batches", type=int, default=40)
+    parser.add_argument("--tasks", nargs="*", default=[], choices=list(FINETUNE))
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--finetune-learning-rate", type=float, default=1e-4)
+    parser.add_argument("--finetune-limit", type=int, help="examples per split (plumbing runs)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--report", action="store_true", help="the table of finished recipes")
+    args = parser.parse_args()
+    for name in args.recipes:
+        if name not in HF:
+            recipe_settings(name, args.size)              # a typo stops here, not after an hour
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results_file = out / "results.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    if not args.report:
+        import keras
+
+        from keras_bert_lab.data.registry import locate
+        from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
+
+        print(f"backend {keras.backend.backend()}, {os.cpu_count()} CPUs, budget {args.budget}; "
+              f"load before: {os.getloadavg()[0]:.1f}", flush=True)
+        vocabulary = locate("bert_uncased_vocab")
+        tokenizer = WordPieceTokenizer(vocabulary)
+        heldout = common_heldout(tokenizer, args.heldout_batches)
+        for name in args.recipes:
+            key = f"{name}@{args.budget}"
+            if key not in results:
+                keras.backend.clear_session()
+                folder = out / key.replace("@", "_")
+                result = (train_hf(name, args, heldout, folder, tokenizer, vocabulary)
+                          if name in HF
+                          else train_ours(name, args, heldout, folder))
+                result.update(budget=args.budget, backend=keras.backend.backend())
+                results[key] = result
+                results_file.write_text(json.dumps(results, indent=1))
+            for task in args.tasks:
+                if task not in results[key].setdefault("finetune", {}):
+                    results[key]["finetune"][task] = finetune(results[key], task, args,
+                                                              out / key.replace("@", "_"))
+                    results_file.write_text(json.dumps(results, indent=1))
+    chosen = {k.split("@")[0]: v for k, v in results.items() if k.endswith(f"@{args.budget}")}
+    print(report(chosen, out / f"time_to_quality_{args.budget}.png"))
+
+
+if __name__ == "__main__":
+    main()
