@@ -17,11 +17,17 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_bert_lab.layers.rotary import rotary_embedding
+
 
 def queries_keys_values(block, x):
-    """``(q, k, v)``, each ``(B, T, N, D)``: ``block``'s fused projection of its input ``x``."""
+    """``(q, k, v)``, each ``(B, T, N, D)``: ``block``'s fused projection of its input ``x``
+    (queries and keys rotated by position when the block uses rotary position embeddings)."""
     qkv = block.attention.qkv(x)             # (B, T, 3, N, D)
-    return ops.unstack(qkv, 3, axis=2)
+    q, k, v = ops.unstack(qkv, 3, axis=2)
+    if block.attention.rotary_base is not None:
+        q, k = rotary_embedding(q, k, block.attention.rotary_base, 0)
+    return q, k, v
 
 
 def probabilities(block, x, padding_mask):

@@ -50,6 +50,11 @@ EXPECTED = {
         "data": ["wikitext2", "rotten_tomatoes"], "presets": [],
         "figures": ["gpt_curves.png", "causal_mask.png", "four_transformations.png"],
         "tables": ["gpt_perplexity", "generations", "task_inputs", "fine_tuning"]},
+    "06_why_masks": {
+        "data": ["wikitext2", "rotten_tomatoes", "wnut16"], "presets": [],
+        "figures": ["loss_curves.png", "peeking_attention.png", "probes.png"],
+        "tables": ["next_word", "masking_examples", "mlm_by_kind", "peeking", "probes",
+                   "masking_ablation"]},
     "08_the_model": {
         "data": [], "presets": [MINILM],
         "figures": ["three_embeddings.png", "attention_all_heads.png", "attention_it.png",
