@@ -35,7 +35,7 @@ tutorials: install
 	$(PY) tutorials/build.py --mode $(TUTORIAL_MODE)
 
 bench: install
-	$(PY) benchmarks/train_step.py
+	$(PY) benchmarks/train_step.py --fast   # the short version (< 10 min); no flag: the full one
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache tutorials/_build
