@@ -187,7 +187,9 @@ def train_hf(name, args, heldout, out, tokenizer, vocabulary):
     start = time.time()
     paused = 0.0
     torch.manual_seed(args.seed)
-    hf_tokenizer = transformers.BertTokenizerFast(vocab_file=str(vocabulary), do_lower_case=True)
+    # (transformers 5 ignores vocab_file= here and builds an empty vocabulary: positional)
+    hf_tokenizer = transformers.BertTokenizerFast(str(vocabulary), do_lower_case=True)
+    assert len(hf_tokenizer) == tokenizer.vocabulary_size, len(hf_tokenizer)
     corpus = tokenize_corpus("wikitext2", tokenizer)     # the same ids as HF's (tested)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     lines = np.split(corpus.token_ids, corpus.sentence_splits[1:-1])

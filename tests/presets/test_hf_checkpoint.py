@@ -133,6 +133,25 @@ def test_save_pretrained_directory(hf_model, tmp_path):
     assert_outputs_close(outputs(model, batch(), POSITIONS), hf_outputs(hf_model, batch()))
 
 
+def test_a_fast_tokenizer_without_vocab_txt(hf_model, tmp_path):
+    """transformers' save_pretrained of a fast tokenizer may write tokenizer.json only: its
+    WordPiece vocabulary and lower-casing are read from there."""
+    hf_model.save_pretrained(tmp_path)
+    vocab = tmp_path.parent / "vocab.txt"
+    vocab.write_text("".join(t + "\n" for t in tiny_vocab()))
+    fast = transformers.BertTokenizerFast(str(vocab), do_lower_case=False)   # 5.x: not vocab_file=
+    fast.backend_tokenizer.save(str(tmp_path / "tokenizer.json"))
+    assert not (tmp_path / "vocab.txt").exists()
+    info = read_preset(import_hf(tmp_path, tmp_path / "preset"))
+    assert info.vocabulary() == tiny_vocab()
+    assert read_hf_checkpoint(tmp_path).lowercase is False
+    data = json.loads((tmp_path / "tokenizer.json").read_text())
+    data["model"] = {"type": "BPE", "vocab": {"a": 0}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(PresetError, match="'BPE' tokenizer, not a WordPiece vocabulary"):
+        read_hf_checkpoint(tmp_path)
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 @pytest.fixture()
 def hf_dir(hf_model, tmp_path):

@@ -74,12 +74,10 @@ def read_hf_checkpoint(directory, lowercase=None):
                           "model; only BERT checkpoints (model_type 'bert') can be converted.")
     config = config_from_hf(hf_config)
     state_dict = rename_legacy_keys(_read_weights(directory, present))
-    if not (directory / "vocab.txt").is_file():
-        raise PresetError(f"{directory} lacks vocab.txt (it has: {', '.join(present)}); the "
-                          "WordPiece vocabulary is needed to build the tokenizer.")
-    vocabulary = vocabulary_file.read_vocabulary(directory / "vocab.txt")
-    vocabulary_file.check_vocabulary_size(vocabulary, config["vocab_size"],
-                                        where=f"vocabulary {directory / 'vocab.txt'}")
+    vocabulary, where, fast_lowercase = _read_vocabulary(directory, present)
+    vocabulary_file.check_vocabulary_size(vocabulary, config["vocab_size"], where=where)
+    if lowercase is None:
+        lowercase = fast_lowercase
     if lowercase is None:
         tokenizer_config = directory / "tokenizer_config.json"
         lowercase = (_read_json(tokenizer_config).get("do_lower_case")
@@ -206,6 +204,32 @@ def rename_legacy_keys(state_dict):
             key = key[: -len("beta")] + "bias"
         out[key] = value
     return out
+
+
+def _read_vocabulary(directory, present):
+    """``(tokens, where, lowercase)``: ``vocab.txt``, or — as newer ``transformers`` save a fast
+    tokenizer only — the WordPiece vocabulary and lower-casing inside ``tokenizer.json``
+    (``lowercase`` is ``None`` when the file does not say)."""
+    if (directory / "vocab.txt").is_file():
+        return (vocabulary_file.read_vocabulary(directory / "vocab.txt"),
+                f"vocabulary {directory / 'vocab.txt'}", None)
+    fast = directory / "tokenizer.json"
+    if not fast.is_file():
+        raise PresetError(f"{directory} lacks vocab.txt (it has: {', '.join(present)}); the "
+                          "WordPiece vocabulary is needed to build the tokenizer (vocab.txt, or "
+                          "a fast tokenizer's tokenizer.json).")
+    model = _read_json(fast).get("model") or {}
+    vocab = model.get("vocab")
+    if model.get("type") != "WordPiece" or not isinstance(vocab, dict) or not vocab:
+        raise PresetError(f"{fast} holds a {model.get('type')!r} tokenizer, not a WordPiece "
+                          "vocabulary; add the checkpoint's vocab.txt.")
+    ids = sorted(vocab.values())
+    if ids != list(range(len(ids))):
+        raise PresetError(f"{fast}: the WordPiece ids are not 0 … {len(ids) - 1} without gaps; "
+                          "add the checkpoint's vocab.txt.")
+    tokens = sorted(vocab, key=vocab.get)
+    normalizer = _read_json(fast).get("normalizer") or {}
+    return tokens, f"vocabulary in {fast}", normalizer.get("lowercase")
 
 
 def _read_weights(directory, present):
