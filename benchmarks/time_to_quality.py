@@ -11,7 +11,8 @@ size (BERT-mini: 4 layers, 256 wide, 4 heads), the same wall-clock budget for ea
   count, no dropout, masked LM only on packed blocks, a 30 % mask rate, a peak rate of 1e-3)
   under the same budget; ``modern-<option>`` puts one option back to BERT's (the ablation rows:
   ``norm_first``, ``use_bias``, ``feedforward``, ``dropout``, ``next_sentence``, ``packing``,
-  ``mask_selection_rate``, ``learning_rate``; ``modern+rotary`` adds rotary positions);
+  ``mask_selection_rate``, ``learning_rate``; ``modern+rotary`` adds rotary positions,
+  ``modern+bf16`` mixed bfloat16);
 - ``hf``: Hugging Face ``transformers``' ``BertForMaskedLM`` trained the way ``run_mlm.py``
   trains it with the Trainer's defaults (batch 8, AdamW at 5e-5, no warm-up, linear decay, no
   weight decay, gradient clipping at 1; ``DataCollatorForLanguageModeling`` at 15 %; every line
@@ -80,9 +81,11 @@ def recipe_settings(name, size="mini"):
         return modern
     if name == "modern+rotary":
         return dict(modern, position_embedding="rotary")
+    if name == "modern+bf16":      # where the CPU has native bfloat16 (AVX512_BF16 here)
+        return dict(modern, precision="mixed_bfloat16")
     option = name.removeprefix("modern-")
     if not name.startswith("modern-") or option not in BERT_VALUES:
-        raise SystemExit(f"unknown recipe {name!r}: bert, modern, modern+rotary, "
+        raise SystemExit(f"unknown recipe {name!r}: bert, modern, modern+rotary, modern+bf16, "
                          f"modern-<{'|'.join(BERT_VALUES)}>, {', '.join(HF)}")
     return {k: v for k, v in dict(modern, **BERT_VALUES[option]).items() if v is not None}
 
