@@ -55,6 +55,10 @@ EXPECTED = {
         "figures": ["loss_curves.png", "peeking_attention.png", "probes.png"],
         "tables": ["next_word", "masking_examples", "mlm_by_kind", "peeking", "probes",
                    "masking_ablation"]},
+    "07_next_sentence": {
+        "data": ["wikitext2", "bert_uncased_vocab"], "presets": [],
+        "figures": ["segment_lengths.png", "topic_overlap.png", "nsp_curves.png"],
+        "tables": ["pairs", "label_share", "corpora", "pretraining", "topic_baseline"]},
     "08_the_model": {
         "data": [], "presets": [MINILM],
         "figures": ["three_embeddings.png", "attention_all_heads.png", "attention_it.png",
