@@ -66,7 +66,8 @@ print(SIZE)
 # 0.1 a random shorter one); segment A is the chunk's first 1 … n−1 sentences, cut at random. Then
 # a coin: B is the rest of the chunk (IsNext, label 0), or a run of sentences starting at a random
 # place in a random *other* document (NotNext, label 1), long enough to fill the sequence. A and B
-# are contiguous text, often several sentences each — "sentence" in the task's name is loose.
+# are runs of whole sentences (trimmed only at their ends when the pair is too long); at BERT's
+# 128 and 512 tokens each usually holds several, so "sentence" in the task's name is loose.
 #
 # Below, WikiText-2's training articles tokenized with bert-base-uncased's WordPiece vocabulary,
 # one epoch of instances drawn by `create_instances`, and the first two of each label.
