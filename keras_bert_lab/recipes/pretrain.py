@@ -295,6 +295,10 @@ def size_to_budget(settings, output_dir, resume, tokenizer, train_corpus, eval_c
     logger.info("--time-budget %s: %.3f s a step, %.1f s of compiling and measuring → %d steps "
                 "(warm-up %d)", settings.time_budget, sizing["step_seconds"],
                 sizing["spent_seconds"], sizing["steps"], sizing["warmup_steps"])
+    if sizing["spent_seconds"] + sizing["step_seconds"] > sizing["budget_seconds"]:
+        logger.warning("--time-budget %s is used up by compiling and measuring (%.0f s): the run "
+                       "trains %d step(s) only; give a longer budget.", settings.time_budget,
+                       sizing["spent_seconds"], sizing["steps"])
     sized = dataclasses.replace(settings, steps=sizing["steps"],
                                 warmup_steps=sizing["warmup_steps"])
     return sized, sizing
