@@ -11,7 +11,7 @@
 #   of snippets for two epochs.
 # - **Full mode** (the default): the `mini` AWD-LSTM (3 LSTMs, 128/384/128) pretrained on
 #   WikiText-2 for a few minutes, its language model fine-tuned on Rotten Tomatoes' text, then
-#   four ways of fine-tuning the classifier on 2,000 labelled snippets and three on 500. The two
+#   four ways of fine-tuning the classifier on 1,500 labelled snippets and three on 500. The two
 #   language models are kept in the tutorial's work folder and reused by the next run with the
 #   same settings.
 # - **Build:** `python tutorials/build.py --only 04` (or `make tutorials` for all).
@@ -79,7 +79,7 @@ SIZE = tutorial.size(
                task_length=32),
     full=dict(model="mini", steps=360, batch=32, length=70, vocabulary=15000, eval_batches=20,
               train_documents=None, valid_documents=None, rt_lm_texts=None, target_steps=90,
-              rt_train=2000, rt_valid=500, rt_test=None, few_labels=500, epochs=5,
+              rt_train=1500, rt_valid=500, rt_test=None, few_labels=500, epochs=5,
               task_batch=32, task_length=48))
 LEARNING_RATE = 3e-3        # every classifier's peak rate (benchmarks/ulmfit.py's default)
 print(SIZE)
@@ -154,9 +154,9 @@ tutorial.show(path, "ULMFiT's three stages: the same embedding and LSTMs through
 # time (the stream cut into `batch` contiguous rows; every batch continues the one before, the
 # LSTM states carried across) and trains the AWD-LSTM to predict every next word: AdamW with
 # ULMFiT's β = (0.7, 0.99), gradients clipped at global norm 0.25, the slanted triangular rate.
-# ULMFiT pretrained the paper-sized model (3 × 400/1150, 24M weights without the table) on
-# WikiText-103's 103M words; this run trains the `mini` size on WikiText-2 for a few minutes, so
-# it sees less than half of its 2M training words once.
+# ULMFiT pretrained the paper-sized model (3 LSTMs, 400/1150/400) on WikiText-103's 103M
+# words; this run trains the `mini` size (a third of those widths) on WikiText-2 for a few
+# minutes, so it sees less than half of WikiText-2's 2M training words, once.
 #
 # The AWD-LSTM's dropouts (embedding 0.1, input 0.65, hidden 0.3, output 0.4, weight drop 0.5)
 # are tuned for hundreds of epochs; a run of a fraction of one epoch cannot overfit, and those
@@ -270,7 +270,9 @@ tutorial.show(path, "The two language-model stages: training perplexity, held-ou
 # below it is checked against the formula computed by hand in NumPy on two real snippets of
 # different lengths, padded into one batch. Documents longer than the last `max_len` words
 # (1,440, fastai's 72 × 20) are read whole but back-propagated only over their end — the paper's
-# BPT3C; Rotten Tomatoes' snippets (19 words on average) never reach it.
+# BPT3C; Rotten Tomatoes' snippets (19 words on average) never reach it. The last row checks
+# that padding changes nothing: the shorter snippet pooled alone, unpadded, gives the same
+# `h_c` as in the padded batch.
 #
 # For the classifier the encoder is rebuilt with heavier dropouts than the language model's
 # (ULMFiT's classifier set at half strength, `AwdLstmConfig.with_dropouts("ulmfit", 0.5)`):
@@ -293,13 +295,20 @@ width = states.shape[-1]
 by_hand = {"h_T (state at the last real word)": [s[n - 1] for s, n in zip(states, real)],
            "maxpool(H) over the real words": [s[:n].max(0) for s, n in zip(states, real)],
            "meanpool(H) over the real words": [s[:n].mean(0) for s, n in zip(states, real)]}
-rows = [(part, f"{k * width} … {(k + 1) * width - 1}",
-         f"{max(np.abs(pooled[i, k * width:(k + 1) * width] - v).max() for i, v in enumerate(ref)):.1e}")
-        for k, (part, ref) in enumerate(by_hand.items())]
-rows.append(("padding (after the last real word)", "—",
-             f"the snippets' {real.tolist()} real words in {pair['padding_mask'].shape[1]} slots"))
+rows = []
+for k, (part, reference) in enumerate(by_hand.items()):
+    layer = pooled[:, k * width:(k + 1) * width]
+    rows.append((part, f"{k * width} … {(k + 1) * width - 1}",
+                 f"{np.abs(layer - np.stack(reference)).max():.1e}"))
+alone = pack_words(tokenizer, [rotten["train"].texts[3]], int(real[1]))   # no padding at all
+alone_states = model.backbone.predict_on_batch(alone)["hidden_states"][-1]
+alone_pooled = keras.ops.convert_to_numpy(model.pooling(alone_states, alone["padding_mask"]))
+rows.append((f"all of h_c: the {real[1]}-word snippet alone vs padded to "
+             f"{pair['padding_mask'].shape[1]}", f"0 … {3 * width - 1}",
+             f"{np.abs(alone_pooled[0] - pooled[1]).max():.1e}"))
 tutorial.table("concat_pooling", ["part of h_c", "positions in h_c",
-                                  "largest |layer − NumPy|"], rows,
+                                  "largest difference (layer vs NumPy; last: alone vs padded)"],
+               rows,
                f"ConcatPooling on two snippets: h_c has 3 × {width} = {3 * width} values; the "
                f"head then maps it to {model.hidden_dim} and to {model.num_classes} logits")
 
@@ -476,7 +485,7 @@ tutorial.show(path, "Gradual unfreezing read from the library's callback, and ev
 # triangular schedule 5.00 / 5.38. Here, on Rotten Tomatoes, each configuration of
 # `benchmarks/ulmfit.py` starts from the same stage-2 language model (or, for `scratch`, the same
 # architecture and vocabulary at random), with the same head initialisation, the same labelled
-# snippets (2,000 in full mode) and epochs, AdamW at the same peak rate, the epoch with
+# snippets (1,500 in full mode) and epochs, AdamW at the same peak rate, the epoch with
 # the best validation accuracy kept (`training.finetune.fit_best_epoch`), and is scored on the
 # test split:
 #
@@ -486,8 +495,8 @@ tutorial.show(path, "Gradual unfreezing read from the library's callback, and ev
 # - `all`: gradual unfreezing + discriminative rates + slanted triangular — ULMFiT.
 #
 # With five epochs and five layer groups, gradual unfreezing reaches the embedding in the last
-# epoch only, at `η/2.6⁴`. The classifier's 2,000 snippets are a quarter of Rotten Tomatoes'
-# training set; the language model of stage 2 read the text of all of them.
+# epoch only, at `η/2.6⁴`. The classifier's 1,500 snippets are a sixth of Rotten Tomatoes'
+# training set; the language model of stage 2 read the text of all 8,454.
 
 # %%
 CONFIGS = {   # name: (pretrained, unfreeze, schedule, layer_decay, what trains)
@@ -620,7 +629,7 @@ tutorial.finish()
 #   perplexity before⟩ to ⟨full run: RT perplexity after⟩ (trigram ⟨full run: RT trigram⟩).
 # - **Concat pooling** matched the NumPy formula to ⟨full run: largest difference⟩; the slanted
 #   triangular schedule matched eq. 3 to ⟨full run: schedule difference⟩.
-# - **Table 7 at this scale** (2,000 labels, test accuracy): scratch / full / last / all =
+# - **Table 7 at this scale** (1,500 labels, test accuracy): scratch / full / last / all =
 #   ⟨full run: RT accuracy scratch / full / last / all⟩; majority class ⟨full run: majority⟩.
 # - **Few labels** (500): scratch / full / all = ⟨full run: 500-label accuracy scratch / full /
 #   all⟩.
