@@ -4,8 +4,10 @@ The AWD-LSTM of Merity et al. (2017, "Regularizing and Optimizing LSTM Language 
 3-layer LSTM language model, embedding 400 and 1150 cells, whose last layer is as wide as the
 embedding so the decoder can be tied to it (§4.5); ULMFiT (Howard & Ruder 2018) pretrains and
 fine-tunes exactly this model. The parameter count is the paper's: 24M on the Penn Treebank
-(V = 10,000) and 33M on WikiText-2 (V = 33,278). ``small`` and ``medium`` are ours: half and
-three quarters of the paper's widths.
+(V = 10,000) and 33M on WikiText-2 (V = 33,278). ``mini``, ``small`` and ``medium`` are ours: a
+third, half and three quarters of the paper's widths (``mini`` for runs of a few minutes on a CPU).
+Dropout rates are the config's free fields: a preset's model may be rebuilt with others
+(``Task.from_preset(preset, config={"input_dropout": 0.2})``), since they change no weight.
 
 Dropout sets (``DROPOUTS``; :meth:`AwdLstmConfig.with_dropouts`), each ``(embedding, input,
 hidden, output, weight)``:
@@ -35,6 +37,7 @@ from keras_bert_lab.models.config import ModelConfig
 # name: (num_layers, embedding_dim, hidden_dim)
 SIZES = {
     "tiny": (2, 16, 32),
+    "mini": (3, 128, 384),
     "small": (3, 200, 575),
     "medium": (3, 300, 860),
     "paper": (3, 400, 1150),
@@ -75,6 +78,8 @@ class AwdLstmConfig(ModelConfig):
     output_dropout: float = 0.4
     weight_dropout: float = 0.5
 
+    free_fields = DROPOUT_FIELDS
+
     def __post_init__(self):
         for name in ("vocab_size", "embedding_dim", "hidden_dim", "num_layers"):
             value = getattr(self, name)
@@ -90,7 +95,8 @@ class AwdLstmConfig(ModelConfig):
 
     @classmethod
     def from_size(cls, name, **overrides):
-        """The named size (``tiny``, ``small``, ``medium``, ``paper``), fields overridden."""
+        """The named size (``tiny``, ``mini``, ``small``, ``medium``, ``paper``), fields
+        overridden."""
         if name not in SIZES:
             raise ConfigError(f"Unknown AWD-LSTM size {name!r}; choose one of {list(SIZES)}.")
         layers, embedding, hidden = SIZES[name]

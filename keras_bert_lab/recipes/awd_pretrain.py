@@ -59,6 +59,7 @@ class AwdPretrainSettings(RunSettings):
 
     MODEL = "awd-lstm"
     AT_LEAST_ONE = ("max_vocabulary", "min_count")
+    LATER = ("dropouts", "drop_mult")
 
     model: str = "awd-lstm"
     init_preset: str | None = None     # stage 2: continue this AWD-LSTM preset on --corpus
@@ -69,9 +70,16 @@ class AwdPretrainSettings(RunSettings):
     sequence_length: int = 70          # the BPTT window
     learning_rate: float = 3e-3
     layer_decay: float | None = None   # None: 1 from scratch, 1/2.6 with --init-preset
+    dropouts: str | None = None        # a published set (AwdLstmConfig.with_dropouts); None:
+    drop_mult: float = 1.0             # the size's (Merity's) or the --init-preset's rates
 
     def __post_init__(self):
         super().__post_init__()
+        if self.dropouts is not None:
+            AwdLstmConfig().with_dropouts(self.dropouts, self.drop_mult)   # ConfigError if bad
+        elif self.drop_mult != 1.0:
+            raise ConfigError(f"--drop-mult {self.drop_mult} scales a dropout set: give "
+                              "--dropouts too (awd_lstm, ulmfit or fastai_lm).")
         if self.sequence_length < 2:
             raise ConfigError(f"--sequence-length (the BPTT window) {self.sequence_length} must "
                               "be at least 2; the AWD-LSTM uses 70.")
@@ -120,11 +128,14 @@ def _tokenizer(settings, output_dir, lines, preset):
 def build_model(settings, vocab_size, steps, preset=None, rows=None):
     """A compiled stateful ``AwdLstmLanguageModel``: AdamW (ULMFiT's β 0.7/0.99, the AWD-LSTM's
     clipping at global norm 0.25) under the slanted triangular rate; from ``preset`` with its
-    embedding and decoder bias re-indexed by ``rows`` when given."""
+    embedding and decoder bias re-indexed by ``rows`` when given; with the dropout set
+    ``settings.dropouts`` (times ``drop_mult``) when one is named."""
     if preset is not None:
         config = AwdLstmConfig.from_dict({**preset.config, "vocab_size": vocab_size})
     else:
         config = AwdLstmConfig.from_size(settings.size, vocab_size=vocab_size)
+    if settings.dropouts is not None:
+        config = config.with_dropouts(settings.dropouts, settings.drop_mult)
     model = AwdLstmLanguageModel(AwdLstmBackbone(config),
                                  stateful_batch_size=settings.batch_size)
     if preset is not None:

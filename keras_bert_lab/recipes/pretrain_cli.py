@@ -69,8 +69,9 @@ def add_arguments(parser):
                         help="elmo (default 3), awd-lstm (default 2): rarer words are <unk> "
                              "without --vocabulary; awd-lstm with --init-preset: new words added")
     for flag, help_text in MODEL_FLAGS.items():
-        parser.add_argument(flag, default=None, type=float if "decay" in flag else (
-            str if "preset" in flag else int), help=help_text)
+        kind = float if "decay" in flag or "mult" in flag else (
+            str if "preset" in flag or "dropouts" in flag else int)
+        parser.add_argument(flag, default=None, type=kind, help=help_text)
     for field in dataclasses.fields(PretrainSettings):
         if field.name == "corpus":
             continue
@@ -100,10 +101,15 @@ MODEL_FLAGS = {
                         "--init-preset: words added at most",
     "--layer-decay": "awd-lstm: learning-rate factor from each layer group to the one below "
                      "(default 1, or ULMFiT's 1/2.6 with --init-preset)",
+    "--dropouts": "awd-lstm: a published dropout set, awd_lstm (Merity's, the default from "
+                  "scratch), ulmfit or fastai_lm (lighter, for short runs); default: the size's "
+                  "or the --init-preset's rates",
+    "--drop-mult": "awd-lstm: multiply the --dropouts set's rates (fastai's drop_mult; default 1)",
 }
 ONLY_FOR = {"bpe_merges": ("gpt",), "output_bias": ("gpt",), "sampled_softmax": ("elmo",),
             "min_count": ("elmo", "awd-lstm"), "init_preset": ("awd-lstm",),
             "max_vocabulary": ("awd-lstm",), "layer_decay": ("awd-lstm",),
+            "dropouts": ("awd-lstm",), "drop_mult": ("awd-lstm",),
             "data_parallel": ("bert", "gpt"), "model_parallel": ("bert", "gpt")}  # else: an error
 
 

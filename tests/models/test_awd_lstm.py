@@ -80,7 +80,7 @@ def independent_count(config):
 
 
 def test_num_parameters_matches_an_independent_count_and_the_model():
-    for size in ("tiny", "small", "medium"):
+    for size in ("tiny", "mini", "small", "medium"):
         config = AwdLstmConfig.from_size(size, vocab_size=100)
         assert config.num_parameters() == independent_count(config), size
     assert AwdLstmBackbone(CONFIG).count_params() == CONFIG.num_parameters()
@@ -105,6 +105,7 @@ def test_defaults_and_dropout_sets():
     assert fastai.input_dropout == pytest.approx(0.075) and fastai.weight_dropout == 0.06
     assert AwdLstmConfig.from_dict(fastai.to_dict()) == fastai
     assert AwdLstmConfig.from_size("medium").num_layers == 3
+    assert AwdLstmConfig.from_size("mini").layer_dims() == [(128, 384), (384, 384), (384, 128)]
 
 
 @pytest.mark.parametrize("fields, message", [

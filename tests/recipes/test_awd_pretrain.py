@@ -11,6 +11,7 @@ import pytest
 
 from keras_bert_lab.cli import main
 from keras_bert_lab.errors import ConfigError, DataError, TrainingError
+from keras_bert_lab.models.awd_lstm_config import DROPOUT_FIELDS, AwdLstmConfig
 from keras_bert_lab.pipelines.language_model import tbptt_blocks
 from keras_bert_lab.recipes.awd_pretrain import (FINETUNE, AwdPretrainSettings,
                                                  kneser_ney_baseline, read_lines, run)
@@ -79,6 +80,41 @@ def test_stage_one_resumes_exactly_with_its_carried_states(corpus_file, tmp_path
     assert name_a == name_b == "ckpt-00000006"
     for key in a:
         np.testing.assert_allclose(a[key], b[key], atol=1e-5, err_msg=key)
+
+
+def test_a_dropout_set_for_the_language_model_and_others_for_the_classifier(corpus_file,  # noqa
+                                                                            tmp_path, capsys):
+    """--dropouts/--drop-mult give the run's model a published set times fastai's drop_mult
+    (lighter dropouts for a short run); the preset keeps them; a task rebuilds the preset's model
+    with other rates (free fields: no weight changes), and with nothing else."""
+    from keras_bert_lab.presets.registry import read_preset
+    from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
+
+    assert "dropouts" not in settings_for(corpus_file).to_dict()   # earlier runs still resume
+    settings = settings_for(corpus_file, dropouts="fastai_lm", drop_mult=0.5, steps=2)
+    out = tmp_path / "light"
+    run(settings, str(out), verbose=0)
+    expected = AwdLstmConfig().with_dropouts("fastai_lm", drop_mult=0.5)
+    stored = read_preset(str(out / "preset")).config
+    assert {f: stored[f] for f in DROPOUT_FIELDS} == {f: getattr(expected, f)
+                                                      for f in DROPOUT_FIELDS}
+    model = UlmfitClassifier.from_preset(out / "preset", num_classes=2,
+                                         config={"input_dropout": 0.2, "output_dropout": 0.3})
+    assert model.backbone.input_dropout.rate == 0.2 and model.backbone.config.output_dropout == 0.3
+    assert model.dropout == (0.3, 0.1)              # the head's first block follows the encoder
+    plain = UlmfitClassifier.from_preset(out / "preset", num_classes=2)
+    x = {"token_ids": np.array([[5, 6, 7, 2]], "int32"), "padding_mask": np.ones((1, 4), "int32")}
+    np.testing.assert_allclose(model.backbone.predict_on_batch(x)["sequence_output"],
+                               plain.backbone.predict_on_batch(x)["sequence_output"], atol=1e-6)
+    with pytest.raises(ConfigError, match="hidden_dim"):
+        UlmfitClassifier.from_preset(out / "preset", num_classes=2, config={"hidden_dim": 8})
+    with pytest.raises(ConfigError, match="give --dropouts too"):
+        settings_for(corpus_file, drop_mult=0.5)
+    with pytest.raises(ConfigError, match="Unknown dropout set"):
+        settings_for(corpus_file, dropouts="merity")
+    assert main(["pretrain", "--model", "gpt", "--corpus", corpus_file, "--output",
+                 str(tmp_path / "x"), "--drop-mult", "0.5"]) == 2
+    assert "--drop-mult applies to --model awd-lstm only" in capsys.readouterr().err
 
 
 def test_kneser_ney_baseline_scores_each_part_in_its_own_order():

@@ -46,6 +46,11 @@ EXPECTED = {
                     "scalar_mix.png"],
         "tables": ["fixture_parity", "bilm_perplexity", "stick_predictions", "unseen_words",
                    "word_sense_directions", "rt_directions"]},
+    "04_ulmfit": {
+        "data": ["wikitext2", "rotten_tomatoes"], "presets": [],
+        "figures": ["three_stages.png", "lm_curves.png", "slanted_triangular.png",
+                    "discriminative_rates.png", "gradual_unfreezing.png", "fine_tuning.png"],
+        "tables": ["lm_perplexity", "concat_pooling", "layer_groups", "table7", "few_labels"]},
     "05_gpt": {
         "data": ["wikitext2", "rotten_tomatoes"], "presets": [],
         "figures": ["gpt_curves.png", "causal_mask.png", "four_transformations.png"],
