@@ -258,7 +258,8 @@ def fill_in_the_blanks(model, tokenizer, sentences, top_k=5):
     return results
 
 
-def size_to_budget(settings, output_dir, resume, tokenizer, train_corpus, eval_corpus, clock):
+def size_to_budget(settings, output_dir, resume, tokenizer, train_corpus, eval_corpus, clock,
+                   verbose=1):
     """``settings`` with ``steps`` and ``warmup_steps`` sized to ``settings.time_budget``
     (:mod:`keras_bert_lab.training.budget`) and the sizing as a dict: measured now on a throwaway
     model (``clock``: when the budget began), or read back from the ``budget.json`` of the run a
@@ -270,17 +271,29 @@ def size_to_budget(settings, output_dir, resume, tokenizer, train_corpus, eval_c
         with open(path, encoding="utf-8") as f:
             sizing = json.load(f)
     else:
+        import tempfile
+
+        from keras_bert_lab.training.callbacks import StepLog
+        from keras_bert_lab.training.checkpoints import save_checkpoint
+
         keras.utils.set_random_seed(settings.seed)
         probe = build_model(settings, tokenizer.vocabulary_size)
         stream = pretraining_dataset(train_corpus, tokenizer, **stream_options(settings, 1))
-        compile_s, micro_s = budget.measure(probe, stream.as_numpy_iterator())
+        with tempfile.TemporaryDirectory() as scratch:   # the run's per-batch work included
+            log = StepLog(os.path.join(scratch, "log.csv"), 1, settings.log_every, ["step"])
+            logger.info("--time-budget: timing the training step")
+            compile_s, micro_s = budget.measure(probe, stream, callbacks=[log],
+                                                verbose=verbose)
+            began = time.perf_counter()
+            save_checkpoint(probe, os.path.join(scratch, "checkpoints"), 0)
+            save_s = time.perf_counter() - began
         eval_compile_s = eval_s = 0.0
         if eval_corpus is not None:
             eval_compile_s, eval_s = budget.measure_evaluation(
                 probe, heldout_dataset(settings, tokenizer, eval_corpus))
         del probe
         keras.backend.clear_session()   # the real model is built as a run without a budget
-        step_s = micro_s * settings.accumulation
+        step_s = micro_s * settings.accumulation + save_s / settings.checkpoint_every
         seconds = budget.parse_duration(settings.time_budget)
         # Spent already, the real model's compiles, and the last evaluation of the run.
         fixed = time.time() - clock + compile_s + eval_compile_s + eval_s
@@ -339,7 +352,7 @@ def run(settings, output_dir, resume=False, overwrite=False, verbose=1, callback
     clock, sizing, stored = time.time(), None, settings.to_dict()
     if settings.time_budget:
         settings, sizing = size_to_budget(settings, output_dir, resume, tokenizer, train_corpus,
-                                          eval_corpus, clock)
+                                          eval_corpus, clock, verbose)
     keras.utils.set_random_seed(settings.seed)
     model = build_model(settings, tokenizer.vocabulary_size)
     run_phases = phases(settings, tokenizer, train_corpus, eval_corpus)

@@ -6,8 +6,9 @@ that reaches zero at the last step, rather than a schedule written for a longer 
 Keras' compiled train steps read the schedule as a function of the step counter (under JAX a
 callback cannot change it inside an epoch), so the schedule here is sized *before* training:
 
-1. :func:`measure` times the run's own train step (and held-out evaluation) on a throwaway copy
-   of the model: its first call (the compile) and the steady steps after it;
+1. :func:`measure` times the run's own train step through ``fit`` (and the held-out
+   evaluation) on a throwaway copy of the model: the first batch (the compile) and the steady
+   batches after it;
 2. :func:`steps_for_budget` turns the time left into a number of optimizer steps, counting the
    compile and the evaluations the run will do;
 3. the run then trains exactly as ``--steps N --warmup-steps W`` would, so it is deterministic
@@ -64,17 +65,26 @@ def steps_for_budget(budget_seconds, step_seconds, fixed_seconds, eval_seconds=0
     return max(1, int((budget_seconds - fixed_seconds) / per_step))
 
 
-def measure(model, batches, steps=10):
-    """Time ``model`` (compiled) on ``steps + 1`` batches of ``batches`` (an iterable of
-    ``(x, y, sample_weight)`` micro-batches): ``(compile_seconds, step_seconds)``, the first
-    call's time beyond a steady step and the median steady step."""
-    times = []
-    for i, (x, y, weights) in enumerate(batches):
-        if i > steps:
-            break
-        begin = time.perf_counter()
-        model.train_on_batch(x, y, sample_weight=weights)
-        times.append(time.perf_counter() - begin)
+def measure(model, dataset, steps=20, callbacks=(), verbose=0):
+    """Time ``model`` (compiled) fitting ``steps + 1`` micro-batches of ``dataset`` the way the
+    run will (``fit`` with the run's per-batch ``callbacks`` and ``verbose``, its input pipeline
+    included): ``(compile_seconds, step_seconds)``, the first batch's time beyond a steady one
+    and the median steady batch."""
+    import keras
+
+    ends = []
+
+    class Clock(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if not ends:
+                ends.append(time.perf_counter())
+
+        def on_train_batch_end(self, batch, logs=None):
+            ends.append(time.perf_counter())
+
+    model.fit(dataset, epochs=1, steps_per_epoch=steps + 1, verbose=verbose,
+              callbacks=[*callbacks, Clock()])
+    times = [b - a for a, b in zip(ends, ends[1:])]
     if len(times) < 2:
         raise ConfigError("The training stream ran out before the step could be timed for "
                           "--time-budget; use a larger corpus or a smaller --batch-size.")
