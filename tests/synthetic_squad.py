@@ -32,8 +32,7 @@ _FILLER = ("The weather was mild that day.", "Many people visited the old market
            "An old bridge connects the two towns.", "The museum was closed on Monday.")
 
 
-def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False,
-                    same_kind=False, answer_first=False):
+def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False):
     """A SQuAD v1.1 dict of templated questions, for learnability and long-context checks.
 
     Each context states ``facts`` facts ("The favourite city of Emma is New York.") about
@@ -42,12 +41,6 @@ def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False,
     ``answer_last`` the asked fact is the context's last sentence (after all the filler), which
     with much filler puts it in the last window of a long context.
 
-    Two options make the person the only clue (tutorial 11, left-to-right vs bidirectional):
-    ``same_kind`` states every fact of a context about the asked attribute, with different values
-    ("The favourite city of Bob is Rome." beside Emma's), so the kind of a value cannot pick the
-    answer; ``answer_first`` writes each fact value first ("New York is the favourite city of
-    Emma."), so the words that tell whose value it is come *after* the answer.
-
     Example:
     >>> data = synthetic_squad(2, facts=1, filler=1, seed=3)
     >>> qa = data["data"][0]["paragraphs"][0]["qas"][0]
@@ -55,32 +48,19 @@ def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False,
     >>> answer = qa["answers"][0]
     >>> context[answer["answer_start"]:][:len(answer["text"])] == answer["text"]
     True
-    >>> data = synthetic_squad(1, facts=2, filler=0, seed=0, same_kind=True, answer_first=True)
-    >>> paragraph = data["data"][0]["paragraphs"][0]
-    >>> paragraph["context"], paragraph["qas"][0]["question"]
-    ('Paris is the favourite city of Laura. Cape Town is the favourite city of Peter.', \
-'What is the favourite city of Peter?')
-    >>> paragraph["qas"][0]["answers"]
-    [{'text': 'Cape Town', 'answer_start': 38}]
     """
     rng = np.random.default_rng(seed)
     paragraphs = []
     for number in range(num_questions):
         people = rng.choice(len(_PEOPLE), size=facts, replace=False)
         kinds = [list(_FACTS)[k] for k in rng.integers(0, len(_FACTS), size=facts)]
-        if same_kind:
-            kinds = kinds[:1] * facts
-            picks = rng.choice(len(_FACTS[kinds[0]]), size=facts, replace=False)
-        else:
-            picks = [rng.integers(0, len(_FACTS[kind])) for kind in kinds]
         stated = []
-        for person, kind, pick in zip(people, kinds, picks):
-            value = _FACTS[kind][pick]
-            value = value.title() if kind == "city" else value
-            stated.append((_PEOPLE[person].title(), kind,
-                           value[:1].upper() + value[1:] if answer_first else value))
-        sentences = [f"{value} is the favourite {kind} of {person}." if answer_first else
-                     f"The favourite {kind} of {person} is {value}." for person, kind, value
+        for person, kind in zip(people, kinds):
+            values = _FACTS[kind]
+            value = values[rng.integers(0, len(values))]
+            stated.append((_PEOPLE[person].title(), kind, value.title() if kind == "city"
+                           else value))
+        sentences = [f"The favourite {kind} of {person} is {value}." for person, kind, value
                      in stated]
         asked = sentences[0]
         others = sentences[1:] + [_FILLER[i] for i in rng.integers(0, len(_FILLER), size=filler)]
@@ -89,7 +69,7 @@ def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False,
         sentences = [pool[i] for i in order] + ([asked] if answer_last else [])
         context = " ".join(sentences)
         person, kind, value = stated[0]
-        start = context.index(asked) + (0 if answer_first else asked.index(f" is {value}.") + 4)
+        start = context.index(asked) + asked.index(f" is {value}.") + 4
         paragraphs.append({"context": context, "qas": [{
             "id": f"synthetic-{seed}-{number}",
             "question": f"What is the favourite {kind} of {person}?",
