@@ -72,7 +72,7 @@ SIZE = tutorial.size(
                tag_eval=16, epochs=1, learning_rate=5e-4, seeds=(0,), scratch_seeds=(0,)),
     full=dict(model="mini", vocab=8192, steps=300, batch=32, length=64, eval_batches=20,
               train_documents=None, valid_documents=None, rt_train=2048, rt_eval=1057,
-              tag_train=1000, tag_eval=300, epochs=3, learning_rate=5e-4, seeds=(0, 1, 2),
+              tag_train=2000, tag_eval=300, epochs=3, learning_rate=5e-4, seeds=(0, 1, 2),
               scratch_seeds=(0,)))
 print(SIZE)
 
