@@ -77,6 +77,12 @@ EXPECTED = {
         "data": ["wnut16"], "presets": [MINILM],
         "figures": ["combinations.png", "feature_table.png", "curves_and_mix.png"],
         "tables": ["cache", "feature_table"]},
+    "11_left_to_right_vs_bidirectional": {
+        "data": ["wikitext2", "rotten_tomatoes"], "presets": [],
+        "figures": ["attention_patterns.png", "pretraining_curves.png", "fine_tuning.png",
+                    "right_context_probe.png"],
+        "tables": ["what_one_token_sees", "pretraining", "tagging_examples", "fine_tuning",
+                   "paper_table5", "tagging_probe"]},
 }
 SMOKE_SECONDS = 60   # per tutorial, kernel start included (the goal is < 40 s)
 PNG = b"\x89PNG\r\n\x1a\n"
