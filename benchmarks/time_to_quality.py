@@ -112,32 +112,29 @@ def accuracy(logits_of, heldout):
     return hits / total
 
 
-class Snapshots:
-    """A Keras callback keeping the weights every ``every_s`` seconds (and at the end)."""
+def snapshots(every_s, start):
+    """A Keras callback keeping the weights every ``every_s`` seconds (and at the end) in
+    ``.taken``: ``(seconds since start, step, weights)``."""
+    import keras
 
-    def __new__(cls, every_s, start):
-        import keras
+    class Snapshots(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.taken, self.next_at = [], every_s
 
-        class _Snapshots(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.taken, self.next_at = [], every_s
+        def _step(self):
+            return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
-            def _take(self):
-                step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-                self.taken.append((time.time() - start, step, self.model.get_weights()))
+        def on_train_batch_end(self, batch, logs=None):
+            if time.time() - start >= self.next_at:
+                self.taken.append((time.time() - start, self._step(), self.model.get_weights()))
+                self.next_at += every_s
 
-            def on_train_batch_end(self, batch, logs=None):
-                if time.time() - start >= self.next_at:
-                    self._take()
-                    self.next_at += every_s
+        def on_train_end(self, logs=None):
+            if not self.taken or self.taken[-1][1] != self._step():
+                self.taken.append((time.time() - start, self._step(), self.model.get_weights()))
 
-            def on_train_end(self, logs=None):
-                if not self.taken or self.taken[-1][1] != int(
-                        keras.ops.convert_to_numpy(self.model.optimizer.iterations)):
-                    self._take()
-
-        return _Snapshots()
+    return Snapshots()
 
 
 def train_ours(name, args, heldout, out):
@@ -151,12 +148,12 @@ def train_ours(name, args, heldout, out):
                                 checkpoint_every=1000000, log_every=50, seed=args.seed,
                                 **recipe_settings(name, args.size))
     start = time.time()
-    snapshots = Snapshots(_seconds(args.budget) / args.points, start)
-    metrics = run(settings, str(out), overwrite=True, verbose=0, callbacks=[snapshots])
+    kept = snapshots(_seconds(args.budget) / args.points, start)
+    metrics = run(settings, str(out), overwrite=True, verbose=0, callbacks=[kept])
     wall = time.time() - start
-    model = snapshots.model
+    model = kept.model
     curve = []
-    for seconds, step, weights in snapshots.taken:
+    for seconds, step, weights in kept.taken:
         model.set_weights(weights)
 
         def logits_of(batch):
