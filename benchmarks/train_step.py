@@ -259,6 +259,7 @@ def keras_stepper(impl, size, backend, data, recipe):
                  "optimizer": {k: getattr(opt, k, None) for k in (
                      "name", "weight_decay", "epsilon", "clipnorm", "global_clipnorm",
                      "gradient_accumulation_steps")}})
+    step.model = model  # for profile_step.py
     if backend == "torch":
         import torch
         info["threads"] = torch.get_num_threads()
@@ -335,6 +336,7 @@ def hf_stepper(impl, size, data, recipe):
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "attn_implementation": getattr(model.config, "_attn_implementation", None),
             "params": int(sum(p.numel() for p in model.parameters()))}
+    step.model = model  # for profile_step.py
     return step, info
 
 

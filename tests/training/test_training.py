@@ -9,7 +9,7 @@ from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 from keras_bert_lab.errors import TrainingError
 from keras_bert_lab.training.checkpoints import (TrainingCheckpoint, list_checkpoints,
                                                  restore_checkpoint, save_checkpoint)
-from keras_bert_lab.training.optimizers import adamw, lamb
+from keras_bert_lab.training.optimizers import FusedAdamW, adamw, lamb
 from keras_bert_lab.training.transfer import group_learning_rate_factors
 from keras_bert_lab.training.schedules import SlantedTriangular, WarmupLinearDecay
 from tests.tasks.test_pretraining import pretraining_batch
@@ -83,6 +83,33 @@ def test_layer_decay_scales_each_update():
     assert np.abs(plain["encoder_layer_0/ffn_in/kernel"]).max() > 1e-3  # the step did move it
     with pytest.raises(ValueError, match="layer_decay"):
         adamw(model, layer_decay=1.5)
+
+
+def test_fused_adamw_equals_keras_adamw():
+    """Three steps of the fused update (TF kernel / torch in-place ops / Keras' on JAX) leave the
+    weights and both slots where ``keras.optimizers.AdamW`` leaves them: decay, clipping and a
+    warm-up schedule included."""
+    batches = [pretraining_batch(batch_size=4, length=16, seed=s, vocab_size=500) for s in (1, 2, 3)]
+
+    def train(optimizer_class):
+        keras.utils.set_random_seed(11)
+        config = BertConfig.from_dict({**CONFIG.to_dict(), "dropout": 0.0, "attention_dropout": 0.0})
+        model = BertPretrainer(BertBackbone(config))
+        optimizer = optimizer_class(learning_rate=WarmupLinearDecay(1e-2, 1, 10), weight_decay=0.1,
+                                    beta_2=0.99, epsilon=1e-6, global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(var_list=[v for v in model.weights if len(v.shape) < 2])
+        model.compile(optimizer=optimizer)
+        for x, y, sw in batches:
+            model.train_on_batch(x, y, sample_weight=sw)
+        slots = {"optimizer/" + v.path.split("/", 1)[-1]: v for v in model.optimizer.variables}
+        return {path: keras.ops.convert_to_numpy(v)
+                for path, v in {**slots, **{v.path: v for v in model.trainable_variables}}.items()}
+
+    fused, reference = train(FusedAdamW), train(keras.optimizers.AdamW)
+    assert fused.keys() == reference.keys()
+    for path, value in reference.items():
+        np.testing.assert_allclose(fused[path], value, rtol=1e-5, atol=1e-6, err_msg=path)
+    assert any(np.abs(v).max() > 0 for k, v in fused.items() if "momentum" in k)
 
 
 def _run(model, batches, callbacks=()):
