@@ -55,11 +55,13 @@ class FusedAdamW(keras.optimizers.AdamW):
       both slots in place — the formula Keras writes out op by op
       (``m += (g − m)(1 − β₁)``, ``v += (g² − v)(1 − β₂)``,
       ``w −= lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m / (√v + ε)``);
-    - **PyTorch**: the same with in-place ``torch._foreach_*`` ops (``lerp_``, ``addcmul_``,
-      ``addcdiv_``), one temporary (the denominator) instead of five;
+    - **PyTorch**: the same with in-place tensor methods (``lerp_``, ``addcmul_``,
+      ``addcdiv_``), one temporary (the denominator) instead of Keras' five;
     - **JAX**, AMSGrad, several TensorFlow replicas: Keras' own update.
 
-    The decoupled weight decay is Keras' (applied before the update). Tests hold the weights after
+    The decoupled weight decay is Keras' (applied before the update). The TensorFlow kernel is the
+    one place outside the text side and the converters where the package imports a backend
+    library (inside the method, on that backend only; ``tests/test_architecture.py`` lists it). Tests hold the weights after
     a few steps equal to ``keras.optimizers.AdamW``'s on every backend; ``benchmarks/
     profile_step.py`` shows the optimizer's share of a step before and after.
 
@@ -99,23 +101,17 @@ class FusedAdamW(keras.optimizers.AdamW):
         if keras.backend.backend() != "torch" or self.amsgrad or any(
                 g.dtype != v.value.dtype for g, v in zip(grads, trainable_variables)):
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
-        import torch
-
-        with torch.no_grad():
-            weights = [v.value for v in trainable_variables]
-            indices = [self._get_variable_index(v) for v in trainable_variables]
-            m = [self._momentums[i].value for i in indices]
-            v = [self._velocities[i].value for i in indices]
-            step = float(keras.ops.convert_to_numpy(self.iterations)) + 1
-            rate = float(keras.ops.convert_to_numpy(learning_rate))
-            alpha = rate * (1 - self.beta_2 ** step) ** 0.5 / (1 - self.beta_1 ** step)
-            torch._foreach_lerp_(m, grads, 1 - self.beta_1)
-            torch._foreach_mul_(v, self.beta_2)
-            torch._foreach_addcmul_(v, grads, grads, value=1 - self.beta_2)
-            denominators = torch._foreach_sqrt(v)
-            torch._foreach_add_(denominators, self.epsilon)
-            torch._foreach_addcdiv_(weights, m, denominators,
-                                    [-alpha * self._factor(t) for t in trainable_variables])
+        # Tensor methods on ``.data`` (outside autograd): no torch import, nothing recorded.
+        step = float(keras.ops.convert_to_numpy(self.iterations)) + 1
+        rate = float(keras.ops.convert_to_numpy(learning_rate))
+        alpha = rate * (1 - self.beta_2 ** step) ** 0.5 / (1 - self.beta_1 ** step)
+        for gradient, variable in zip(grads, trainable_variables):
+            index = self._get_variable_index(variable)
+            m, v = self._momentums[index].value.data, self._velocities[index].value.data
+            m.lerp_(gradient, 1 - self.beta_1)
+            v.mul_(self.beta_2).addcmul_(gradient, gradient, value=1 - self.beta_2)
+            variable.value.data.addcdiv_(m, v.sqrt().add_(self.epsilon),
+                                         value=-alpha * self._factor(variable))
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
