@@ -35,6 +35,7 @@ import keras
 from keras_bert_lab.layers.awd import ActivationRegularization, TiedDecoder
 from keras_bert_lab.models.awd_lstm import INPUT_NAMES, AwdLstmBackbone, reset_states
 from keras_bert_lab.tasks.base import Task
+from keras_bert_lab.tasks.losses import VocabularyCrossEntropy
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -111,8 +112,7 @@ class AwdLstmLanguageModel(Task):
             optimizer = keras.optimizers.Adam(learning_rate=4e-3, beta_1=0.7, beta_2=0.99,
                                               global_clipnorm=0.25)
         if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="mean_with_sample_weight")
+            loss = VocabularyCrossEntropy(reduction="mean_with_sample_weight")
         if weighted_metrics == "auto":
             weighted_metrics = [Perplexity(), keras.metrics.SparseCategoricalAccuracy("accuracy")]
         if metrics == "auto":

@@ -14,6 +14,7 @@ from keras_bert_lab.errors import InputError
 from keras_bert_lab.layers.decoder import TiedLMHead
 from keras_bert_lab.models.gpt import INPUT_NAMES, GPTBackbone
 from keras_bert_lab.tasks.base import Task
+from keras_bert_lab.tasks.losses import VocabularyCrossEntropy
 
 STRATEGIES = ("greedy", "top_k", "top_p")
 _GENERATORS = weakref.WeakKeyDictionary()  # task -> {(strategy, top_k, cached): _Generator}
@@ -95,8 +96,7 @@ class GPTCausalLM(Task):
         if optimizer == "auto":
             optimizer = adamw(self, learning_rate=2.5e-4, epsilon=1e-8)
         if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="mean_with_sample_weight")
+            loss = VocabularyCrossEntropy(reduction="mean_with_sample_weight")
         if weighted_metrics == "auto":
             weighted_metrics = [keras.metrics.SparseCategoricalAccuracy("accuracy")]
         if metrics == "auto":

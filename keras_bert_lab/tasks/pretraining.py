@@ -9,6 +9,7 @@ from keras_bert_lab.layers.common import truncated_normal
 from keras_bert_lab.layers.heads import MaskedLMHead
 from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task, backbone_inputs
+from keras_bert_lab.tasks.losses import VocabularyCrossEntropy
 from keras_bert_lab.training.optimizers import adamw
 
 
@@ -65,8 +66,8 @@ class BertPretrainer(Task):
             optimizer = adamw(self, learning_rate=1e-4)
         if loss == "auto":
             loss = {
-                "mlm": keras.losses.SparseCategoricalCrossentropy(
-                    from_logits=True, reduction="mean_with_sample_weight", name="mlm_loss"),
+                "mlm": VocabularyCrossEntropy(reduction="mean_with_sample_weight",
+                                              name="mlm_loss"),
                 "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                                   name="nsp_loss"),
             }
