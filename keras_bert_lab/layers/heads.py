@@ -57,7 +57,11 @@ class MaskedLMHead(keras.layers.Layer):
         x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.norm(self.transform(x))
         embeddings = ops.cast(ops.convert_to_tensor(self.token_embedding.embeddings), self.compute_dtype)  # (V, H)
-        logits = ops.matmul(x, ops.transpose(embeddings))  # (B, P, V)
+        # (B·P, H) · (V, H)ᵀ as one 2-D matmul that reads the table transposed in place: no
+        # transposed copy of it, and no batched matmul whose gradient sums over the batch.
+        rows = ops.reshape(x, (-1, ops.shape(x)[-1]))
+        logits = ops.einsum("nh,vh->nv", rows, embeddings)
+        logits = ops.reshape(logits, (*ops.shape(x)[:-1], -1))  # (B, P, V)
         # Logits leave in float32 so that the softmax cross-entropy is stable under mixed precision.
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
