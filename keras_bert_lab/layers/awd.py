@@ -42,6 +42,7 @@ import keras
 from keras import ops
 
 from keras_bert_lab.errors import ConfigError, InputError
+from keras_bert_lab.layers.common import tied_logits
 
 
 def _rate(name, rate):
@@ -162,7 +163,7 @@ class TiedDecoder(keras.layers.Layer):
 
     def call(self, hidden):
         table = ops.cast(self._embedding.embeddings, self.compute_dtype)       # (V, E)
-        logits = ops.matmul(hidden, ops.transpose(table)) + ops.cast(self.bias, hidden.dtype)
+        logits = tied_logits(hidden, table) + ops.cast(self.bias, hidden.dtype)
         return ops.cast(logits, "float32")
 
     def compute_output_shape(self, hidden_shape):

@@ -1,4 +1,4 @@
-"""Small pieces shared by the layers: BERT's activation, initializer and dropout."""
+"""Small pieces shared by the layers: BERT's activation, initializer, dropout and tied logits."""
 
 import random
 
@@ -15,6 +15,19 @@ def gelu(x):
     if keras.backend.backend() == "tensorflow":
         return 0.5 * x * (1.0 + keras.ops.erf(x * 0.7071067811865476))
     return keras.activations.gelu(x, approximate=False)
+
+
+def tied_logits(hidden, table):
+    """``hidden · tableᵀ`` for a decoder tied to an embedding table: (..., H) × (V, H) → (..., V).
+
+    Written as one 2-D matmul over the flattened rows that reads the table transposed in place.
+    ``matmul(hidden, transpose(table))`` made TensorFlow copy the (H, V) transpose forward and
+    back every step, and a 3-D einsum became a batched matmul whose weight gradient sums over the
+    batch (``benchmarks/profile_step.py``).
+    """
+    rows = keras.ops.reshape(hidden, (-1, keras.ops.shape(hidden)[-1]))
+    logits = keras.ops.einsum("nh,vh->nv", rows, table)
+    return keras.ops.reshape(logits, (*keras.ops.shape(hidden)[:-1], -1))
 
 
 def truncated_normal(stddev):

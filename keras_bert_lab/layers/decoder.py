@@ -10,7 +10,7 @@ from keras import ops
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.attention import MultiHeadSelfAttention
 from keras_bert_lab.layers.common import dropout as make_dropout
-from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.layers.common import tied_logits, truncated_normal
 
 
 def activation_function(name):
@@ -210,7 +210,7 @@ class TiedLMHead(keras.layers.Layer):
     def call(self, hidden):  # (B, T, H) -> (B, T, V)
         table = ops.cast(ops.convert_to_tensor(self.token_embedding.embeddings),
                          self.compute_dtype)  # (V, H)
-        logits = ops.cast(ops.matmul(hidden, ops.transpose(table)), "float32")
+        logits = ops.cast(tied_logits(hidden, table), "float32")
         return logits if self.bias is None else logits + ops.cast(self.bias, "float32")
 
     def compute_output_shape(self, hidden_shape):

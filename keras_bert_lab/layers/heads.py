@@ -6,7 +6,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``P`` masked positions per sequence, ``H`` hi
 import keras
 from keras import ops
 
-from keras_bert_lab.layers.common import gelu, truncated_normal
+from keras_bert_lab.layers.common import gelu, tied_logits, truncated_normal
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -57,11 +57,7 @@ class MaskedLMHead(keras.layers.Layer):
         x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.norm(self.transform(x))
         embeddings = ops.cast(ops.convert_to_tensor(self.token_embedding.embeddings), self.compute_dtype)  # (V, H)
-        # (B·P, H) · (V, H)ᵀ as one 2-D matmul that reads the table transposed in place: no
-        # transposed copy of it, and no batched matmul whose gradient sums over the batch.
-        rows = ops.reshape(x, (-1, ops.shape(x)[-1]))
-        logits = ops.einsum("nh,vh->nv", rows, embeddings)
-        logits = ops.reshape(logits, (*ops.shape(x)[:-1], -1))  # (B, P, V)
+        logits = tied_logits(x, embeddings)  # (B, P, V)
         # Logits leave in float32 so that the softmax cross-entropy is stable under mixed precision.
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
