@@ -67,7 +67,7 @@ MATMUL_TYPES = {
 RULES = (  # (class, keywords searched in "scope/type", lower-cased); after the matmul test
     ("optimizer update", ("adam", "optimizer", "clip", "global_norm", "accumulategrad")),
     ("loss", ("loss", "nll", "log_softmax", "logsoftmax", "crossentropy", "sparsesoftmax")),
-    ("metrics", ("metric", "accuracy", "argmax", "iota_reduce")),
+    ("metrics", ("metric", "accuracy", "argmax")),
     ("dropout", ("dropout", "bernoulli", "random", "rng", "threefry")),
     ("softmax", ("softmax",)),
     ("LayerNorm", ("layer_norm", "layernorm", "_norm", "/norm")),
@@ -81,19 +81,29 @@ RULES = (  # (class, keywords searched in "scope/type", lower-cased); after the 
 )
 
 
+MOVEMENT_OPCODES = {"copy", "transpose", "bitcast", "reshape", "broadcast", "slice", "concatenate",
+                    "pad", "gather", "dynamic-slice", "dynamic-update-slice", "parameter",
+                    "constant", "convert", "tuple", "get-tuple-element", "iota"}
+
+
 def classify(op_type, scope="", fused=()):
     """The class of one executed op from its type (TF op type, ``aten::`` name or HLO opcode), its
     scope (name scope, ``record_function`` chain or autograd node) and, for an XLA fusion, the
-    opcodes inside it."""
+    opcodes inside it (a fusion's name says little: its scope and its opcodes decide)."""
     kind = op_type.lower()
     if kind in MATMUL_TYPES or "dot" in fused or "convolution" in fused or "matmul" in kind:
         return "matmul"
-    text = f"{scope.lower()}/{kind}"
+    text = scope.lower() if fused else f"{scope.lower()}/{kind}"
     for name, keys in RULES:
-        if name == "softmax" and "exponential" in fused and "reduce" in fused:
-            return "softmax" if "loss" not in text else "loss"
         if any(key in text for key in keys):
             return name
+    if fused:
+        if "iota" in fused and "reduce" in fused:
+            return "metrics"  # an arg-max: the accuracies' (the losses take no arg-max)
+        if "exponential" in fused and "reduce" in fused:
+            return "softmax"
+        if set(fused) <= MOVEMENT_OPCODES:
+            return "data movement"
     return "other elementwise"
 
 

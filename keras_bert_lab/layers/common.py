@@ -20,13 +20,13 @@ def gelu(x):
 def tied_logits(hidden, table):
     """``hidden · tableᵀ`` for a decoder tied to an embedding table: (..., H) × (V, H) → (..., V).
 
-    Written as one 2-D matmul over the flattened rows that reads the table transposed in place.
-    ``matmul(hidden, transpose(table))`` made TensorFlow copy the (H, V) transpose forward and
-    back every step, and a 3-D einsum became a batched matmul whose weight gradient sums over the
-    batch (``benchmarks/profile_step.py``).
+    Written as one 2-D matmul over the flattened rows. TensorFlow's graph optimiser then folds the
+    transpose into the matmul forward and backward; a 3-D ``matmul(hidden, transpose(table))``
+    went through ``tensordot`` and copied the (H, V) transpose every step, and an einsum became a
+    batched matmul on TensorFlow and PyTorch (``benchmarks/profile_step.py``).
     """
     rows = keras.ops.reshape(hidden, (-1, keras.ops.shape(hidden)[-1]))
-    logits = keras.ops.einsum("nh,vh->nv", rows, table)
+    logits = keras.ops.matmul(rows, keras.ops.transpose(table))
     return keras.ops.reshape(logits, (*keras.ops.shape(hidden)[:-1], -1))
 
 
