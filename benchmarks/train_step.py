@@ -30,7 +30,8 @@ per recipe (built and compiled at start-up):
   ``compile()`` (AdamW as above, MLM + NSP losses and accuracies); the time a user gets.
 - ``keras_hub``: ``keras_hub.models.BertMaskedLM`` (0.32) over a ``keras_hub.models.BertBackbone``
   of the same shape (no preset), same AdamW, keras-hub's default loss and weighted accuracy. It has
-  no next-sentence head (a negligible ~0.05% of the FLOPs here).
+  no next-sentence head (a negligible ~0.05% of the FLOPs here). Its optimizer is Keras' own
+  ``AdamW`` with the same settings and decay rule (ours compiles ``training.optimizers.FusedAdamW``).
 - ``hf_gathered`` (torch only): ``transformers.BertForPreTraining``: ``model.bert`` then the hidden
   states gathered at the masked positions before ``model.cls.predictions``, NSP from the pooled
   output, ``torch.optim.AdamW`` + ``clip_grad_norm_(1.0)``: the same computation as the two above.
@@ -226,8 +227,13 @@ def build_keras(impl, size, backend, recipe):
                 intermediate_dim=4 * hidden, dropout=DROPOUT, max_sequence_length=MAX_POSITIONS,
                 num_segments=2)
             model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-            # keras-hub's default loss and weighted accuracy; the AdamW of BertPretrainer.compile().
-            model.compile(optimizer=adamw(model, learning_rate=1e-4, **extra), jit_compile=jit)
+            # keras-hub's default loss and weighted accuracy; Keras' own AdamW (what a keras-hub
+            # user compiles with) with BertPretrainer.compile()'s settings and decay rule.
+            optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01,
+                                               epsilon=1e-6, global_clipnorm=1.0, **extra)
+            optimizer.exclude_from_weight_decay(
+                var_list=[v for v in model.weights if len(v.shape) < 2])
+            model.compile(optimizer=optimizer, jit_compile=jit)
     finally:
         keras.config.set_dtype_policy("float32")
     return keras, model, {"jit_compile": jit, "accumulation": accumulation,
