@@ -10,7 +10,7 @@ Both builders pass other keyword arguments to Keras, e.g. ``gradient_accumulatio
 
 The update itself is Keras' AdamW arithmetic, run faster where Keras leaves time on the table
 (:class:`FusedAdamW`): on TensorFlow one fused kernel per variable instead of a dozen graph ops and
-their temporaries, on PyTorch in-place multi-tensor ops; JAX's XLA already fuses it.
+their temporaries, on PyTorch in-place tensor methods; JAX's XLA already fuses it.
 
 Layer-wise learning-rate decay (``adamw(..., layer_decay=0.9)``; Clark et al. 2020, ELECTRA §A):
 the heads learn at the full rate, each layer group below at ``layer_decay`` times the one above,
@@ -61,9 +61,9 @@ class FusedAdamW(keras.optimizers.AdamW):
 
     The decoupled weight decay is Keras' (applied before the update). The TensorFlow kernel is the
     one place outside the text side and the converters where the package imports a backend
-    library (inside the method, on that backend only; ``tests/test_architecture.py`` lists it). Tests hold the weights after
-    a few steps equal to ``keras.optimizers.AdamW``'s on every backend; ``benchmarks/
-    profile_step.py`` shows the optimizer's share of a step before and after.
+    library (inside the method, on that backend only; ``tests/test_architecture.py`` lists it).
+    Tests hold the weights after a few steps equal to ``keras.optimizers.AdamW``'s on every
+    backend; ``benchmarks/profile_step.py`` shows the optimizer's share of a step.
 
     Example:
     >>> import keras, numpy as np
