@@ -63,7 +63,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from benchmarks.machine import cpu_jiffies, own_seconds  # noqa: E402
+from benchmarks.machine import cpu_jiffies, own_seconds, stop_worker  # noqa: E402
 
 MARK = "@@LSTM_SPEED@@ "
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -293,14 +293,7 @@ class Worker:
         return msg
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=60)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        stop_worker(self.proc)
 
     def tail(self, lines=15):
         with open(self.log_path) as f:

@@ -69,3 +69,17 @@ def matmul_ceilings(sizes=(2048, 4096), reps=3, libraries=None):
         except ImportError:
             pass
     return results
+
+
+def stop_worker(proc):
+    """Ask a benchmark worker process reading commands on stdin to quit; kill it if it will not."""
+    import subprocess
+
+    if proc.poll() is None:
+        try:
+            proc.stdin.write("quit\n")
+            proc.stdin.flush()
+            proc.wait(timeout=60)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()

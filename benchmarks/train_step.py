@@ -100,7 +100,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-from benchmarks.machine import cpu_jiffies  # noqa: E402
+from benchmarks.machine import cpu_jiffies, stop_worker  # noqa: E402
 
 MARK = "@@TRAIN_STEP@@ "
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -476,14 +476,7 @@ class Worker:
         return msg
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=60)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        stop_worker(self.proc)
         self.log.close()
 
     def tail(self, n=15):
