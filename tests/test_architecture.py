@@ -6,7 +6,7 @@ Reads every module's imports with ``ast`` — at module level *and* inside funct
 2. each part imports only the parts below it (``LAYERS``: the picture of README's Layout);
 3. ``layers``, ``models``, ``tasks`` and ``training`` never import TensorFlow, PyTorch, JAX,
    keras-hub, Hugging Face libraries or the text side (``data``, ``preprocessing``,
-   ``pipelines``) — except a fast path listed in ``FAST_PATHS``, inside a function;
+   ``pipelines``);
 4. importing the model side does not load TensorFlow on the JAX and PyTorch backends (checked in
    a fresh process);
 5. no module is much longer than ~400 lines unless its docstring says why.
@@ -55,9 +55,6 @@ BACKEND_FREE = ("layers", "models", "tasks", "training", "distribution")
 FORBIDDEN_EXTERNAL = ("tensorflow", "tensorflow_text", "torch", "jax", "jaxlib", "keras_hub",
                       "keras_nlp", "transformers", "tokenizers")
 TEXT_SIDE = ("data", "preprocessing", "pipelines")
-# The one exception: a fused kernel for what the module also computes with keras.ops, imported
-# inside a function on that backend only, and tested equal to the keras.ops path on every backend.
-FAST_PATHS = {"keras_bert_lab.training.optimizers": {"tensorflow"}}  # FusedAdamW's ResourceApplyAdam
 MAX_LINES = 420
 LONG_MODULE_REASON = "Long module:"  # a docstring paragraph starting so says why
 
@@ -182,8 +179,7 @@ def test_model_side_imports_no_backend_library_and_no_text_code():
             continue
         for target, top in targets:
             where = "module level" if top else "inside a function"
-            if target.split(".")[0] in FORBIDDEN_EXTERNAL and not (
-                    not top and target.split(".")[0] in FAST_PATHS.get(source, ())):
+            if target.split(".")[0] in FORBIDDEN_EXTERNAL:
                 wrong.append(f"{source} imports {target} ({where})")
             if target.startswith(PACKAGE) and part(resolve(target)) in TEXT_SIDE:
                 wrong.append(f"{source} imports {target} ({where})")

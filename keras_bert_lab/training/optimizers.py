@@ -8,9 +8,8 @@ by shape, so it holds for layers added later without editing a list.
 Both builders pass other keyword arguments to Keras, e.g. ``gradient_accumulation_steps=4``
 (update every 4 batches with their mean gradient) or ``global_clipnorm``.
 
-The update itself is Keras' AdamW arithmetic, run faster where Keras leaves time on the table
-(:class:`FusedAdamW`): on TensorFlow one fused kernel per variable instead of a dozen graph ops and
-their temporaries, on PyTorch in-place tensor methods; JAX's XLA already fuses it.
+The update itself is Keras' AdamW arithmetic, run in place on PyTorch (:class:`FusedAdamW`);
+TensorFlow and JAX run Keras' own (XLA already fuses it on JAX).
 
 Layer-wise learning-rate decay (``adamw(..., layer_decay=0.9)``; Clark et al. 2020, ELECTRA §A):
 the heads learn at the full rate, each layer group below at ``layer_decay`` times the one above,
@@ -36,34 +35,19 @@ def _exclude_one_dimensional(optimizer, model):
     return optimizer
 
 
-def _replicated():
-    """True inside a TensorFlow distribution strategy with more than one replica."""
-    import tensorflow as tf
-
-    return tf.distribute.has_strategy() and tf.distribute.get_strategy().num_replicas_in_sync > 1
-
-
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class FusedAdamW(keras.optimizers.AdamW):
     """``keras.optimizers.AdamW`` with the same arithmetic in fewer passes over memory.
 
     Adam's update reads and writes each weight, its gradient and two slots; done as separate ops
     (Keras' way) every intermediate is one more full-size tensor written and read back, which on
-    a CPU costs as much as the arithmetic. Here:
-
-    - **TensorFlow**: ``ResourceApplyAdam``, one kernel per variable that updates the weight and
-      both slots in place — the formula Keras writes out op by op
-      (``m += (g − m)(1 − β₁)``, ``v += (g² − v)(1 − β₂)``,
-      ``w −= lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m / (√v + ε)``);
-    - **PyTorch**: the same with in-place tensor methods (``lerp_``, ``addcmul_``,
-      ``addcdiv_``), one temporary (the denominator) instead of Keras' five;
-    - **JAX**, AMSGrad, several TensorFlow replicas: Keras' own update.
-
-    The decoupled weight decay is Keras' (applied before the update). The TensorFlow kernel is the
-    one place outside the text side and the converters where the package imports a backend
-    library (inside the method, on that backend only; ``tests/test_architecture.py`` lists it).
-    Tests hold the weights after a few steps equal to ``keras.optimizers.AdamW``'s on every
-    backend; ``benchmarks/profile_step.py`` shows the optimizer's share of a step.
+    a CPU costs as much as the arithmetic. On PyTorch this class runs the same formula
+    (``m += (g − m)(1 − β₁)``, ``v += (g² − v)(1 − β₂)``,
+    ``w −= lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m / (√v + ε)``) with in-place tensor methods (``lerp_``,
+    ``addcmul_``, ``addcdiv_``): one temporary (the denominator) instead of Keras' five, and no
+    torch import. Elsewhere, and with AMSGrad, it is Keras' own update. The decoupled weight decay
+    is Keras' (applied before the update). Tests hold the weights after a few steps equal to
+    ``keras.optimizers.AdamW``'s on every backend.
 
     Example:
     >>> import keras, numpy as np
@@ -76,26 +60,6 @@ class FusedAdamW(keras.optimizers.AdamW):
     def _factor(self, variable):
         """This variable's learning-rate factor (1; see :class:`LayerwiseAdamW`)."""
         return 1.0
-
-    def update_step(self, gradient, variable, learning_rate):
-        if keras.backend.backend() != "tensorflow" or self.amsgrad or _replicated():
-            return super().update_step(gradient, variable, learning_rate)
-        import tensorflow as tf
-
-        weight = variable.value if isinstance(variable, keras.Variable) else variable
-        index = self._get_variable_index(variable)
-        dtype = weight.dtype
-        step = tf.cast(self.iterations + 1, dtype)
-
-        def const(value):
-            return tf.cast(value, dtype)
-        tf.raw_ops.ResourceApplyAdam(
-            var=weight.handle, m=self._momentums[index].value.handle,
-            v=self._velocities[index].value.handle,
-            beta1_power=tf.pow(const(self.beta_1), step),
-            beta2_power=tf.pow(const(self.beta_2), step), lr=const(learning_rate),
-            beta1=const(self.beta_1), beta2=const(self.beta_2), epsilon=const(self.epsilon),
-            grad=const(tf.convert_to_tensor(gradient)))
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         if keras.backend.backend() != "torch" or self.amsgrad or any(
