@@ -133,8 +133,10 @@ def profile_tensorflow(step, steps, logdir):
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     tf.profiler.experimental.start(logdir)
+    began = time.perf_counter()
     for _ in range(steps):
         step()
+    seconds = time.perf_counter() - began
     tf.profiler.experimental.stop()
     space = xplane_pb2.XSpace()
     with open(sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1],
@@ -152,7 +154,7 @@ def profile_tensorflow(step, steps, logdir):
                     events.append(((op_type, scope, ()), e.offset_ps, e.duration_ps))
             for key, ps in self_times(events):
                 totals[key] += ps / 1e6
-    return totals
+    return totals, seconds
 
 
 def _hlo_index(dump_dir):
@@ -192,8 +194,10 @@ def profile_jax(step, steps, logdir, dump_dir):
     import jax
 
     with jax.profiler.trace(logdir, create_perfetto_trace=True):
+        began = time.perf_counter()
         for _ in range(steps):
             step()
+        seconds = time.perf_counter() - began
     index = _hlo_index(dump_dir)
     path = sorted(glob.glob(os.path.join(logdir, "**", "perfetto_trace.json.gz"),
                             recursive=True))[-1]
@@ -208,7 +212,7 @@ def profile_jax(step, steps, logdir, dump_dir):
     for thread_events in by_thread.values():
         for key, us in self_times(thread_events):
             totals[key] += us
-    return totals
+    return totals, seconds
 
 
 def _torch_scopes(model, impl):
@@ -255,8 +259,10 @@ def profile_torch(step, steps):
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
+        began = time.perf_counter()
         for _ in range(steps):
             step()
+        seconds = time.perf_counter() - began
     totals = collections.Counter()
     for e in prof.events():
         if not e.name.startswith("aten::") or e.self_cpu_time_total <= 0:
@@ -269,7 +275,7 @@ def profile_torch(step, steps):
                 scopes.append(parent.name)
             parent = parent.cpu_parent
         totals[(e.name, "/".join(reversed(scopes)), ())] += e.self_cpu_time_total
-    return totals
+    return totals, seconds
 
 
 def run_worker(args):
@@ -288,26 +294,24 @@ def run_worker(args):
         began = time.perf_counter()
         step()
         times.append(time.perf_counter() - began)
-    logdir = tempfile.mkdtemp(prefix="profile_step_")
-    began = time.perf_counter()
-    if backend == "tensorflow":
-        totals = profile_tensorflow(step, args.profile_steps, logdir)
-    elif backend == "jax":
-        totals = profile_jax(step, args.profile_steps, logdir, os.environ["KBL_XLA_DUMP"])
-    else:
-        _torch_scopes(step.model, impl)
-        step()  # one step with the ranges in place before the profiled ones
-        began = time.perf_counter()
-        totals = profile_torch(step, args.profile_steps)
-    profiled = (time.perf_counter() - began) / args.profile_steps
-    per_step = collections.Counter()
-    ops = collections.Counter()
+    with tempfile.TemporaryDirectory(prefix="profile_step_") as logdir:
+        if backend == "tensorflow":
+            totals, seconds = profile_tensorflow(step, args.profile_steps, logdir)
+        elif backend == "jax":
+            totals, seconds = profile_jax(step, args.profile_steps, logdir,
+                                          os.environ["KBL_XLA_DUMP"])
+        else:
+            _torch_scopes(step.model, impl)
+            step()  # one step with the ranges in place before the profiled ones
+            totals, seconds = profile_torch(step, args.profile_steps)
+    per_step, ops = collections.Counter(), collections.Counter()
     for (op_type, scope, fused), us in totals.items():
-        per_step[classify(op_type, scope, fused)] += us / args.profile_steps / 1e3
-        ops[(op_type, scope[-80:], classify(op_type, scope, fused))] += us / args.profile_steps / 1e3
+        name, ms = classify(op_type, scope, fused), us / args.profile_steps / 1e3
+        per_step[name] += ms
+        ops[(op_type, scope[-80:], name)] += ms
     sys.stdout.write(MARK + json.dumps({
         "spec": args.worker, "wall_ms": 1e3 * statistics.median(times),
-        "profiled_ms": 1e3 * profiled, "classes": per_step,
+        "profiled_ms": 1e3 * seconds / args.profile_steps, "classes": per_step,
         "top": [[*key, ms] for key, ms in ops.most_common(args.top)],
         "threads": info.get("threads")}) + "\n")
     return 0
