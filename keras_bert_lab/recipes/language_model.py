@@ -56,6 +56,7 @@ class LanguageModelSettings(RunSettings):
 
     MODEL = "gpt"
     AT_LEAST_ONE = ("bpe_merges",)
+    LATER = ("dropout",)
 
     model: str = "gpt"
     vocabulary: str | None = None      # a directory with vocab.txt + merges.txt; None: learn one
@@ -63,11 +64,15 @@ class LanguageModelSettings(RunSettings):
     warmup_steps: int | None = None    # None: 10 % of the steps
     precision: str = "float32"
     output_bias: bool = True           # LM-head bias from the log unigram; False: GPT-1 exactly
+    dropout: float | None = None       # every dropout of the decoder; None: the size's (GPT-1's 0.1)
 
     def __post_init__(self):
         super().__post_init__()
         if not isinstance(self.output_bias, bool):
             raise ConfigError(f"output_bias must be true or false, got {self.output_bias!r}.")
+        if self.dropout is not None and not 0 <= self.dropout < 1:
+            raise ConfigError(f"--dropout {self.dropout} is out of range: use a rate in [0, 1) "
+                              "(0: no dropout).")
         positions = GPTConfig.from_size(self.size).max_positions
         if not 2 <= self.sequence_length <= positions:
             raise ConfigError(f"--sequence-length {self.sequence_length} is out of range: a block "
@@ -111,8 +116,10 @@ def build_model(settings, vocab_size, train_ids=None):
     with ``settings.output_bias`` its LM-head bias is set to :func:`log_unigram` of
     ``train_ids`` (the training stream's ids)."""
     keras.config.set_dtype_policy(settings.precision)
+    rates = {} if settings.dropout is None else {
+        name: settings.dropout for name in ("dropout", "embedding_dropout", "attention_dropout")}
     config = GPTConfig.from_size(settings.size, vocab_size=vocab_size,
-                                 max_positions=max(512, settings.sequence_length))
+                                 max_positions=max(512, settings.sequence_length), **rates)
     model = GPTCausalLM(GPTBackbone(config), output_bias=settings.output_bias)
     if settings.output_bias:
         if train_ids is None:

@@ -88,7 +88,9 @@ def add_arguments(parser):
             parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 
-HELP = {"time_budget": "bert: a wall-clock budget (20m, 1h30m, 900s) instead of --steps: the "
+HELP = {"dropout": "bert: hidden and attention dropout; gpt: every dropout of the decoder "
+                   "(default 0.1 for both; 0 for short runs on little text)",
+        "time_budget": "bert: a wall-clock budget (20m, 1h30m, 900s) instead of --steps: the "
                        "step is timed, then the steps and the warm-up/decay schedule are sized "
                        "to end with the budget (training.budget)"}
 # Flags of one model only (flag: help).

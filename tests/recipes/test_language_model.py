@@ -281,3 +281,27 @@ def test_elmo_blanks_are_each_sides_best_words_whatever_the_padding():
         assert guess["backward"] == alone(right.split() + ["</S>"], "backward", 0)
     with pytest.raises(ConfigError, match="one blank"):
         guess_blanks(lm, words, ("no blank here",))
+
+
+def test_gpt_dropout_setting(tmp_path):
+    """``kbl pretrain --model gpt --dropout R`` sets all three of the decoder's dropouts; unset, it
+    keeps the size's 0.1 and stays out of settings.json (older runs still resume); a rate
+    outside [0, 1) is refused with the range."""
+    import argparse
+
+    from keras_bert_lab.recipes import language_model, pretrain_cli
+
+    parser = argparse.ArgumentParser()
+    pretrain_cli.add_arguments(parser)
+    settings = pretrain_cli.language_model_settings(parser.parse_args(
+        ["--model", "gpt", "--output", "x", "--size", "tiny", "--dropout", "0"]))
+    assert settings.dropout == 0 and settings.to_dict()["dropout"] == 0
+    config = language_model.build_model(settings, vocab_size=50,
+                                        train_ids=np.arange(50)).backbone.config
+    assert (config.dropout, config.embedding_dropout, config.attention_dropout) == (0, 0, 0)
+    default = LanguageModelSettings(size="tiny")
+    assert "dropout" not in default.to_dict()
+    config = language_model.build_model(default, 50, np.arange(50)).backbone.config
+    assert (config.dropout, config.embedding_dropout, config.attention_dropout) == (0.1,) * 3
+    with pytest.raises(ConfigError, match=r"--dropout 1.0 is out of range: use a rate in \[0, 1\)"):
+        LanguageModelSettings(dropout=1.0)
