@@ -69,13 +69,42 @@ class Backbone(keras.Model):
         backbone.preset_info = preset.info()
         return backbone
 
-    def predict(self, x, *args, **kwargs):
+    def predict(self, x, *args, outputs=None, **kwargs):
+        """``keras.Model.predict``, inputs checked first; ``outputs`` (names) returns only those
+        outputs (see :meth:`output_model`), e.g. ``outputs=("sequence_output",
+        "pooled_output")`` without BERT's every hidden state."""
         check_array_inputs(self, x)
+        if outputs is not None:
+            return self.output_model(outputs).predict(x, *args, **kwargs)
         return super().predict(x, *args, **kwargs)
 
-    def predict_on_batch(self, x):
+    def predict_on_batch(self, x, outputs=None):
+        """``keras.Model.predict_on_batch``, inputs checked first; ``outputs`` as in
+        :meth:`predict`."""
         check_array_inputs(self, x)
+        if outputs is not None:
+            return self.output_model(outputs).predict_on_batch(x)
         return super().predict_on_batch(x)
+
+    def output_model(self, names):
+        """A functional model of this backbone's layers (the weights shared) that returns only
+        the outputs ``names`` as a dict; built once per set of names.
+
+        What a caller does not ask for is not copied out of the framework: BERT-base returns
+        13 hidden states of (B, T, 768) by default, 7-13 % of a ``predict`` call's time at
+        T = 128 (``benchmarks/RESULTS.md``). Hugging Face's ``output_hidden_states=False``.
+        """
+        names = (names,) if isinstance(names, str) else tuple(names)
+        available = list(self.output) if isinstance(self.output, dict) else []
+        unknown = [n for n in names if n not in available]
+        if not names or unknown:
+            raise ConfigError(f"outputs={list(names)}: {self.__class__.__name__} has the outputs "
+                              f"{available}; name one or more of them.")
+        cache = self.__dict__.setdefault("_output_models", {})   # plain dict: not tracked
+        if names not in cache:
+            cache[names] = keras.Model(self.input, {n: self.output[n] for n in names},
+                                       name=f"{self.name}_outputs")
+        return cache[names]
 
     def save_to_preset(self, directory, **kwargs):
         """Save as a preset directory; ``kwargs`` as in :func:`keras_bert_lab.presets.save_preset`."""

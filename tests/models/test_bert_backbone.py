@@ -89,3 +89,38 @@ def test_out_of_range_ids_inside_compiled_predict():
         expected = InputError if backend == "torch" else Exception
         with pytest.raises(expected):
             backbone.predict(tensors, verbose=0)
+
+
+def test_predict_only_the_outputs_asked_for(tmp_path):
+    """``predict(..., outputs=names)`` returns those outputs alone, equal to the full predict's;
+    the weights are shared (a change shows in both), ids are still checked, a saved backbone
+    holds no extra weights, and an unknown name lists the outputs there are."""
+    from keras_bert_lab.errors import ConfigError
+
+    backbone = BertBackbone(SMALL)
+    batch = padded_pair_batch(vocab_size=1000)
+    full = backbone.predict(batch, verbose=0)
+    two = backbone.predict(batch, verbose=0, outputs=("sequence_output", "pooled_output"))
+    assert sorted(two) == ["pooled_output", "sequence_output"]
+    for key in two:
+        np.testing.assert_allclose(two[key], full[key], atol=1e-6)
+    one = backbone.predict_on_batch(batch, outputs="pooled_output")
+    np.testing.assert_allclose(one["pooled_output"], full["pooled_output"], atol=1e-6)
+    assert backbone.output_model(["pooled_output"]) is backbone.output_model("pooled_output")
+    backbone.pooler.bias.assign(np.ones(128, "float32"))
+    changed = backbone.predict_on_batch(batch, outputs="pooled_output")["pooled_output"]
+    np.testing.assert_allclose(changed, backbone.predict_on_batch(batch)["pooled_output"],
+                               atol=1e-6)
+    assert np.abs(changed - one["pooled_output"]).max() > 1e-3
+    bad = dict(batch, token_ids=np.where(batch["token_ids"] > 0, 1500, 0).astype("int32"))
+    with pytest.raises(InputError, match="id 1500 outside"):
+        backbone.predict(bad, verbose=0, outputs="pooled_output")
+    with pytest.raises(ConfigError, match=r"outputs=\['pooler'\]: BertBackbone has the outputs "
+                                          r"\['sequence_output', 'pooled_output', 'hidden_states'\]"):
+        backbone.output_model("pooler")
+    assert len(backbone.weights) == len(BertBackbone(SMALL).weights)
+    path = str(tmp_path / "backbone.keras")
+    backbone.save(path)
+    restored = keras.saving.load_model(path)
+    np.testing.assert_allclose(restored.predict_on_batch(batch)["pooled_output"], changed,
+                               atol=1e-6)
