@@ -12,7 +12,8 @@ tasks such as QA. Here both sides get the same footing:
 3. **Fine-tuning**, the same recipe (AdamW, warm-up + linear decay, epochs, batch, learning
    rate) per task: Rotten Tomatoes (test accuracy), STS-B (test Pearson), WNUT-16 NER (entity F1
    on a held-out 20 %), and templated SQuAD-format QA (``tests/synthetic_squad.py``: three facts
-   per context; EM on held-out questions), each with several seeds; mean ± standard deviation.
+   per context; EM on held-out questions; ``qa-same``: the three facts of one kind, so only the
+   asked person picks the answer), each with several seeds; mean ± standard deviation.
 4. **GPT's own ablations**: no pretraining (the same architecture and vocabulary, random
    weights), and GPT-1's auxiliary LM loss (λ = 0.5) on and off (not for NER, whose head has
    none); BERT without pretraining too.
@@ -59,6 +60,9 @@ TASKS = {
     "wnut16": (["ner", "--dataset", "wnut16", "--sequence-length", "64", "--test-fraction",
                 "0.2"], "f1", "test"),
     "qa": (["squad", "--sequence-length", "96", "--doc-stride", "48"], "exact_match", "test"),
+    # every fact of a context of the asked kind: only the asked person picks the answer
+    "qa-same": (["squad", "--sequence-length", "96", "--doc-stride", "48"], "exact_match",
+                "test"),
 }
 
 
@@ -144,11 +148,13 @@ def main():
                for model in ("bert", "gpt")}
 
     # 3. the QA files: three facts per context, so the question must pick one
-    qa = out / "qa"
-    if not (qa / "test.json").exists():
-        qa.mkdir(exist_ok=True)
-        for name, count, seed in (("train", 2000, 1), ("valid", 300, 2), ("test", 300, 3)):
-            (qa / f"{name}.json").write_text(json.dumps(synthetic_squad(count, seed=seed)))
+    for task, same_kind in (("qa", False), ("qa-same", True)):
+        qa = out / task
+        if not (qa / "test.json").exists():
+            qa.mkdir(exist_ok=True)
+            for name, count, seed in (("train", 2000, 1), ("valid", 300, 2), ("test", 300, 3)):
+                (qa / f"{name}.json").write_text(json.dumps(synthetic_squad(
+                    count, seed=seed, same_kind=same_kind)))
 
     # 4. fine-tuning: every row x task x seed, appended to runs.jsonl as it finishes
     for seed, row, task in itertools.product(args.seeds, args.rows, args.tasks):  # seed by seed
@@ -163,7 +169,8 @@ def main():
                 "--epochs", epochs, "--patience", epochs,   # every epoch runs; the best is kept
                 "--batch-size", args.batch_size, "--learning-rate", args.learning_rate,
                 "--seed", seed]
-        if task == "qa":
+        if task.startswith("qa"):
+            qa = out / task
             argv += ["--train", qa / "train.json", "--valid", qa / "valid.json",
                      "--predict", qa / "test.json"]
         if aux:

@@ -32,14 +32,18 @@ _FILLER = ("The weather was mild that day.", "Many people visited the old market
            "An old bridge connects the two towns.", "The museum was closed on Monday.")
 
 
-def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False):
+def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False,
+                    same_kind=False):
     """A SQuAD v1.1 dict of templated questions, for learnability and long-context checks.
 
     Each context states ``facts`` facts ("The favourite city of Emma is New York.") about
     different people and attributes, shuffled among ``filler`` neutral sentences; the question asks
     for one of them ("What is the favourite city of Emma?"). Answers are one or two words. With
     ``answer_last`` the asked fact is the context's last sentence (after all the filler), which
-    with much filler puts it in the last window of a long context.
+    with much filler puts it in the last window of a long context. With ``same_kind`` every fact
+    of a context is of one kind, with different values ("The favourite city of Emma is Rome. The
+    favourite city of Bob is Oslo."): the asked attribute no longer picks the sentence, only the
+    asked person does.
 
     Example:
     >>> data = synthetic_squad(2, facts=1, filler=1, seed=3)
@@ -53,11 +57,15 @@ def synthetic_squad(num_questions, facts=3, filler=2, seed=0, answer_last=False)
     paragraphs = []
     for number in range(num_questions):
         people = rng.choice(len(_PEOPLE), size=facts, replace=False)
-        kinds = [list(_FACTS)[k] for k in rng.integers(0, len(_FACTS), size=facts)]
+        if same_kind:
+            kinds = [list(_FACTS)[rng.integers(0, len(_FACTS))]] * facts
+            picks = iter(rng.choice(len(_FACTS[kinds[0]]), size=facts, replace=False))
+        else:
+            kinds = [list(_FACTS)[k] for k in rng.integers(0, len(_FACTS), size=facts)]
         stated = []
         for person, kind in zip(people, kinds):
             values = _FACTS[kind]
-            value = values[rng.integers(0, len(values))]
+            value = values[next(picks) if same_kind else rng.integers(0, len(values))]
             stated.append((_PEOPLE[person].title(), kind, value.title() if kind == "city"
                            else value))
         sentences = [f"The favourite {kind} of {person} is {value}." for person, kind, value
