@@ -1,5 +1,6 @@
 """Keras callbacks of the training runs (checkpoints are in :mod:`.checkpoints`)."""
 
+import math
 import time
 
 import keras
@@ -17,7 +18,8 @@ class StepLog(keras.callbacks.Callback):
     the previous row, each batch weighted equally — Keras' logs hold means since the epoch began,
     which would draw a curve that steps down at every epoch start. (Exact for the losses, whose
     batches are all the same size; a metric weighted within its batch, such as masked-token
-    accuracy, is averaged per batch.)
+    accuracy, is averaged per batch. A ``*perplexity`` metric, the exp of a mean cross-entropy, is
+    windowed in log space: the row holds the exp of the window's mean cross-entropy.)
 
     Args:
         path: the CSV file (``log.csv``); rows are appended.
@@ -58,8 +60,11 @@ class StepLog(keras.callbacks.Callback):
                      if k != "tokens_per_s" and (np.isscalar(v) or np.ndim(v) == 0)}
             before, previous = self._previous
             count = batch + 1
-            row = {k: (count * v - before * previous.get(k, 0.0)) / (count - before)
-                   for k, v in means.items()}
+            row = {}
+            for k, v in means.items():   # a perplexity is exp(mean): its window is in log space
+                f, g = (math.log, math.exp) if k.endswith("perplexity") else (float, float)
+                old = f(previous[k]) if before else 0.0
+                row[k] = g((count * f(v) - before * old) / (count - before))
             self._previous = (count, means)
             row["tokens_per_s"] = logs["tokens_per_s"]
             row.update(step=step, split="train", elapsed_s=round(time.time() - self.start, 2),

@@ -27,13 +27,21 @@ def test_step_log_rows_are_means_since_the_previous_row(tmp_path):
 
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, kernel_initializer="zeros",
                                                                      use_bias=False)])
-    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+    class Perplexity(keras.metrics.MeanSquaredError):    # exp of a mean, like a perplexity
+        def result(self):
+            return keras.ops.exp(super().result())
+
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse",
+                  metrics=[Perplexity(name="perplexity")])
     y = np.array([1.0, 3.0, 2.0, 0.0, 5.0, 1.0, 4.0, 2.0], "float32")   # one sample a batch
     log = StepLog(tmp_path / "log.csv", tokens_per_step=1, log_every=2,
-                  columns=("step", "split", "loss", "learning_rate", "tokens_per_s", "elapsed_s"))
+                  columns=("step", "split", "loss", "perplexity", "learning_rate", "tokens_per_s",
+                           "elapsed_s"))
     model.fit(np.zeros((8, 1), "float32"), y, batch_size=1, epochs=2, shuffle=False, verbose=0,
               callbacks=[log])
     rows = [r for r in read_rows(tmp_path / "log.csv") if r["split"] == "train"]
     assert [int(r["step"]) for r in rows] == list(range(2, 17, 2))
     windows = (y ** 2).reshape(4, 2).mean(axis=1)                     # 5, 2, 13, 10
     np.testing.assert_allclose([float(r["loss"]) for r in rows], np.tile(windows, 2), rtol=1e-5)
+    np.testing.assert_allclose([float(r["perplexity"]) for r in rows], np.exp(np.tile(windows, 2)),
+                               rtol=1e-4)
