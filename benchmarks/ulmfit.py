@@ -17,6 +17,11 @@ best validation epoch kept, test accuracy reported:
 Usage::
 
     python benchmarks/ulmfit.py --preset out/awd_rt/preset --dataset rotten_tomatoes --seeds 0 1 2
+
+The low-resource curve (first N labelled examples; with and without target-task LM fine-tuning)::
+
+    python benchmarks/ulmfit.py --preset lm2=out/awd_rt/preset lm1=out/awd_wt2/preset \\
+        --configs scratch full --limit 100 300 1000 0
 """
 
 import argparse
@@ -88,7 +93,9 @@ def main():
     from keras_bert_lab.data.labelled import load_dataset
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", required=True, help="an AWD-LSTM preset (stage 1 or 2)")
+    parser.add_argument("--preset", nargs="+", required=True,
+                        help="AWD-LSTM presets (stage 1 or 2), each PATH or LABEL=PATH; scratch "
+                             "runs once, on the first one's architecture and vocabulary")
     parser.add_argument("--dataset", default="rotten_tomatoes")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
@@ -96,27 +103,41 @@ def main():
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sequence-length", type=int, default=64)
-    parser.add_argument("--limit", type=int, help="first N training examples (few-label runs)")
+    parser.add_argument("--limit", type=int, nargs="+", default=[0],
+                        help="first N training examples; several give the low-resource curve "
+                             "(0: all)")
     args = parser.parse_args()
-    parts = load_dataset(args.dataset)
-    if args.limit:
-        parts["train"] = parts["train"].subset(range(min(args.limit, len(parts["train"]))))
-    print(f"backend {keras.backend.backend()}; {args.dataset} train {len(parts['train'])}, "
-          f"valid {len(parts['valid'])}, test {len(parts['test'])}; preset {args.preset}; "
+    presets = [(p.partition("=")[0], p.partition("=")[2]) if "=" in p else (p, p)
+               for p in args.preset]
+    dataset = load_dataset(args.dataset)
+    print(f"backend {keras.backend.backend()}; {args.dataset} train {len(dataset['train'])}, "
+          f"valid {len(dataset['valid'])}, test {len(dataset['test'])}; "
           f"{args.epochs} epochs, lr {args.learning_rate}, batch {args.batch_size}")
-    print(f"{'config':<11} {'seed':>4} {'valid':>7} {'test':>7} {'s':>6}")
+    for label, path in presets:
+        print(f"preset {label}: {path}")
+    print(f"{'train':>6} {'config':<11} {'preset':<10} {'seed':>4} {'valid':>7} {'test':>7} "
+          f"{'s':>6}")
     summary = []
-    for name in args.configs:
-        tests = []
-        for seed in args.seeds:
-            valid, test, seconds = run_one(name, args.preset, parts, args.sequence_length,
-                                           args.epochs, args.learning_rate, args.batch_size, seed)
-            tests.append(test)
-            print(f"{name:<11} {seed:>4} {valid:>7.4f} {test:>7.4f} {seconds:>6.0f}", flush=True)
-        summary.append((name, statistics.mean(tests), max(tests) - min(tests)))
+    for limit in args.limit:
+        parts = dict(dataset)
+        if limit:
+            parts["train"] = dataset["train"].subset(range(min(limit, len(dataset["train"]))))
+        for name in args.configs:
+            for label, path in presets[:1] if name == "scratch" else presets:
+                tests = []
+                for seed in args.seeds:
+                    valid, test, seconds = run_one(
+                        name, path, parts, args.sequence_length, args.epochs,
+                        args.learning_rate, args.batch_size, seed)
+                    tests.append(test)
+                    print(f"{len(parts['train']):>6} {name:<11} {label[:10]:<10} {seed:>4} "
+                          f"{valid:>7.4f} {test:>7.4f} {seconds:>6.0f}", flush=True)
+                summary.append((len(parts["train"]), name, label, statistics.mean(tests),
+                                max(tests) - min(tests)))
     print("\ntest error, mean over seeds (spread = max − min):")
-    for name, mean, spread in summary:
-        print(f"  {name:<11} {100 * (1 - mean):5.2f} %  (spread {100 * spread:.2f})")
+    for size, name, label, mean, spread in summary:
+        print(f"  {size:>6} {name:<11} {label[:10]:<10} {100 * (1 - mean):5.2f} %  "
+              f"(spread {100 * spread:.2f})")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Keras callbacks of the training runs (checkpoints are in :mod:`.checkpoints`)."""
 
+import csv
 import math
+import os
 import time
 
 import keras
@@ -42,6 +44,9 @@ class StepLog(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._logged = self._step()
+        if not os.path.exists(self.path):   # a run shorter than log_every still has its log
+            with open(self.path, "w", newline="") as f:
+                csv.writer(f).writerow(self.columns)
 
     def on_train_batch_begin(self, batch, logs=None):
         if self._window is None:

@@ -45,3 +45,22 @@ def test_step_log_rows_are_means_since_the_previous_row(tmp_path):
     np.testing.assert_allclose([float(r["loss"]) for r in rows], np.tile(windows, 2), rtol=1e-5)
     np.testing.assert_allclose([float(r["perplexity"]) for r in rows], np.exp(np.tile(windows, 2)),
                                rtol=1e-4)
+
+
+def test_step_log_exists_for_a_run_shorter_than_one_row(tmp_path):
+    """The recipes plot log.csv at the end: a run of fewer steps than ``log_every`` must still
+    leave one (a header, no rows) instead of failing after training."""
+    import keras
+    import numpy as np
+
+    from keras_bert_lab.training.callbacks import StepLog
+    from keras_bert_lab.training.run import read_rows
+
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    log = StepLog(tmp_path / "log.csv", tokens_per_step=1, log_every=100,
+                  columns=("step", "split", "loss"))
+    model.fit(np.zeros((2, 1), "float32"), np.zeros(2, "float32"), batch_size=1, verbose=0,
+              callbacks=[log])
+    assert read_rows(tmp_path / "log.csv") == []
+    assert (tmp_path / "log.csv").read_text().strip() == "step,split,loss"
