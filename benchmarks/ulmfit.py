@@ -21,7 +21,7 @@ Usage::
 The low-resource curve (first N labelled examples; with and without target-task LM fine-tuning)::
 
     python benchmarks/ulmfit.py --preset lm2=out/awd_rt/preset lm1=out/awd_wt2/preset \\
-        --configs scratch full --limit 100 300 1000 0
+        --configs scratch full --limit 100 300 1000 0 --min-steps 300
 """
 
 import argparse
@@ -100,6 +100,9 @@ def main():
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--min-steps", type=int, default=0,
+                        help="more epochs for small --limit sets, up to this many updates "
+                             "(the low-resource curve at a comparable number of updates)")
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sequence-length", type=int, default=64)
@@ -115,23 +118,24 @@ def main():
           f"{args.epochs} epochs, lr {args.learning_rate}, batch {args.batch_size}")
     for label, path in presets:
         print(f"preset {label}: {path}")
-    print(f"{'train':>6} {'config':<11} {'preset':<10} {'seed':>4} {'valid':>7} {'test':>7} "
-          f"{'s':>6}")
+    print(f"{'train':>6} {'epochs':>6} {'config':<11} {'preset':<10} {'seed':>4} {'valid':>7} "
+          f"{'test':>7} {'s':>6}")
     summary = []
     for limit in args.limit:
         parts = dict(dataset)
         if limit:
             parts["train"] = dataset["train"].subset(range(min(limit, len(dataset["train"]))))
+        epochs = max(args.epochs, -(-args.min_steps // -(-len(parts["train"]) // args.batch_size)))
         for name in args.configs:
             for label, path in presets[:1] if name == "scratch" else presets:
                 tests = []
                 for seed in args.seeds:
                     valid, test, seconds = run_one(
-                        name, path, parts, args.sequence_length, args.epochs,
+                        name, path, parts, args.sequence_length, epochs,
                         args.learning_rate, args.batch_size, seed)
                     tests.append(test)
-                    print(f"{len(parts['train']):>6} {name:<11} {label[:10]:<10} {seed:>4} "
-                          f"{valid:>7.4f} {test:>7.4f} {seconds:>6.0f}", flush=True)
+                    print(f"{len(parts['train']):>6} {epochs:>6} {name:<11} {label[:10]:<10} "
+                          f"{seed:>4} {valid:>7.4f} {test:>7.4f} {seconds:>6.0f}", flush=True)
                 summary.append((len(parts["train"]), name, label, statistics.mean(tests),
                                 max(tests) - min(tests)))
     print("\ntest error, mean over seeds (spread = max − min):")
