@@ -68,7 +68,7 @@ class StepLog(keras.callbacks.Callback):
             row = {}
             for k, v in means.items():   # a perplexity is exp(mean): its window is in log space
                 f, g = (math.log, math.exp) if k.endswith("perplexity") else (float, float)
-                old = f(previous[k]) if before else 0.0
+                old = f(previous[k]) if k in previous else 0.0
                 row[k] = g((count * f(v) - before * old) / (count - before))
             self._previous = (count, means)
             row["tokens_per_s"] = logs["tokens_per_s"]
