@@ -44,7 +44,11 @@ class StepLog(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._logged = self._step()
-        if not os.path.exists(self.path):   # a run shorter than log_every still has its log
+
+    def on_train_end(self, logs=None):
+        # a run shorter than log_every still has its log (not at the start: a run that fails
+        # before training leaves nothing behind)
+        if not os.path.exists(self.path):
             with open(self.path, "w", newline="") as f:
                 csv.writer(f).writerow(self.columns)
 
