@@ -151,10 +151,20 @@ def _peek(preset):
 
 
 def recommended(preset):
-    """The fine-tuning settings ``preset`` recommends (``{}`` when none, or no such preset)."""
+    """The fine-tuning settings ``preset`` recommends (``{}`` when none, or no such preset).
+
+    A preset directory recommends through its preprocessor entry ``"finetune"``; a named preset
+    also through the ``"finetune"`` entry of its registry file (measured settings,
+    ``benchmarks/finetune_techniques.py``), under the directory's own.
+    """
+    from keras_bert_lab.presets.registry import named_presets
+
+    named = {}
+    if isinstance(preset, str) and not os.path.isdir(preset):
+        named = (named_presets().get(preset) or {}).get("finetune") or {}
     info = _peek(preset)
-    return {k: v for k, v in ((info.preprocessor or {}).get("finetune") or {}).items()
-            if k in RECOMMENDABLE} if info is not None else {}
+    own = ((info.preprocessor or {}).get("finetune") or {}) if info is not None else {}
+    return {k: v for k, v in {**named, **own}.items() if k in RECOMMENDABLE}
 
 
 def settings_from_args(args):

@@ -17,6 +17,7 @@ import pytest
 from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer, presets
 from keras_bert_lab.errors import PresetError
 from keras_bert_lab.presets import format as preset_format
+from keras_bert_lab.recipes.finetune import RECOMMENDABLE
 from tests.presets.helpers import (CONFIG, assert_outputs_close, batch, outputs, random_pretrainer,
                                    tiny_vocab)
 
@@ -206,6 +207,8 @@ def test_registry_entries_are_consistent():
         for key in ("package", "version", "module", "format"):
             assert entry["source"][key], (name, key)
         assert entry["license"] and entry["build"].startswith("kbl preset import-")
+        # fine-tuning advice (`kbl finetune` defaults): only settings a preset may recommend
+        assert set(entry.get("finetune", {})) <= set(RECOMMENDABLE), name
 
 
 def test_registry_search_path_and_bad_entry(tmp_path, monkeypatch):

@@ -8,8 +8,8 @@ import pytest
 from keras_bert_lab.errors import ConfigError, DataError, TrainingError
 from keras_bert_lab.training.run import prepare_output
 from keras_bert_lab.recipes.finetune import (FinetuneSettings, add_common_arguments,
-                                            add_data_arguments, load_splits, settings_from_args,
-                                            start)
+                                            add_data_arguments, load_splits, recommended,
+                                            settings_from_args, start)
 
 
 def test_settings_flags_and_output_dir(tmp_path):
@@ -41,8 +41,25 @@ def test_a_preset_recommends_what_no_flag_sets(tmp_path):
     add_common_arguments(parser, learning_rate=1e-4)
     settings = settings_from_args(parser.parse_args(["--preset", str(preset), "--epochs", "2"]))
     assert (settings.learning_rate, settings.unfreeze, settings.epochs) == (3e-3, "gradual", 2)
-    plain = settings_from_args(parser.parse_args([]))          # the default preset: no advice
+    bare = BertBackbone(CONFIG).save_to_preset(tmp_path / "bare", vocabulary=tiny_vocab())
+    plain = settings_from_args(parser.parse_args(["--preset", str(bare)]))   # no advice
     assert (plain.learning_rate, plain.unfreeze, plain.epochs) == (1e-4, "all", 3)
+
+
+def test_a_named_preset_recommends_through_its_registry_file(tmp_path, monkeypatch):
+    entry = {"name": "tiny_named", "finetune": {"learning_rate": 2e-4, "schedule": "slanted",
+                                                "pooling": "mean"},
+             "source": {"format": "huggingface", "package": "kbl-no-such-package",
+                        "version": "0", "module": "kbl_no_such_module"}}
+    (tmp_path / "tiny_named.json").write_text(json.dumps(entry))
+    monkeypatch.setenv("KBL_PRESETS_PATH", str(tmp_path))
+    monkeypatch.setenv("KBL_PRESET_HOME", str(tmp_path / "built"))
+    assert recommended("tiny_named") == {"learning_rate": 2e-4, "schedule": "slanted"}
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser)
+    settings = settings_from_args(parser.parse_args(["--preset", "tiny_named",
+                                                     "--schedule", "linear"]))
+    assert (settings.learning_rate, settings.schedule) == (2e-4, "linear")
 
 
 def test_ulmfit_technique_flags():
