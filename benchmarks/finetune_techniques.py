@@ -31,18 +31,19 @@ import sys
 import tempfile
 import time
 
+# Run as a script: this folder off the path, the repository root on it.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_HERE)
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, _ROOT)
+from benchmarks.ulmfit import CONFIGS  # noqa: E402
 
-# ULMFiT's rows as `kbl finetune` flags (the --common flags are added to each).
-ROWS = {
-    "full": {},
-    "last": {"unfreeze": "top"},
-    "full+discr": {"layer-decay": f"{1 / 2.6:.4f}"},
-    "full+stlr": {"schedule": "slanted"},
-    "freez": {"unfreeze": "gradual"},
-    "all": {"unfreeze": "gradual", "layer-decay": f"{1 / 2.6:.4f}", "schedule": "slanted"},
-}
+# ULMFiT's rows (benchmarks/ulmfit.py) as `kbl finetune` flags, without `scratch`: a Transformer
+# preset has no from-scratch twin there. The --common flags are added to each.
+ROWS = {name: {k: v for k, v in (("unfreeze", unfreeze), ("schedule", schedule),
+                                 ("layer-decay", f"{decay:.4f}"))
+               if v not in ("all", "linear", "1.0000")}
+        for name, (pretrained, unfreeze, schedule, decay) in CONFIGS.items() if pretrained}
 SEQUENCE_LENGTH = {"rotten_tomatoes": 64, "trec6": 32}
 
 
