@@ -48,11 +48,10 @@ CONFIGS = {
 }
 
 
-def run_one(name, preset, parts, sequence_length, epochs, learning_rate, batch_size, seed):
+def run_one(name, preset, parts, vocab, sequence_length, epochs, learning_rate, batch_size, seed):
     import keras
     import numpy as np
 
-    from keras_bert_lab.data.labels import LabelVocabulary
     from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
     from keras_bert_lab.pipelines.batches import batches
     from keras_bert_lab.presets.registry import read_preset
@@ -62,7 +61,6 @@ def run_one(name, preset, parts, sequence_length, epochs, learning_rate, batch_s
 
     pretrained, unfreeze, schedule, decay = CONFIGS[name]
     keras.utils.set_random_seed(seed)
-    vocab = LabelVocabulary.fit(parts["train"].labels)
     if pretrained:
         model = UlmfitClassifier.from_preset(preset, num_classes=len(vocab.names))
     else:
@@ -91,6 +89,7 @@ def main():
     import keras
 
     from keras_bert_lab.data.labelled import load_dataset
+    from keras_bert_lab.data.labels import LabelVocabulary
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", nargs="+", required=True,
@@ -113,6 +112,7 @@ def main():
     presets = [(p.partition("=")[0], p.partition("=")[2]) if "=" in p else (p, p)
                for p in args.preset]
     dataset = load_dataset(args.dataset)
+    vocab = LabelVocabulary.fit(dataset["train"].labels)   # all classes, whatever --limit keeps
     print(f"backend {keras.backend.backend()}; {args.dataset} train {len(dataset['train'])}, "
           f"valid {len(dataset['valid'])}, test {len(dataset['test'])}; "
           f"{args.epochs} epochs, lr {args.learning_rate}, batch {args.batch_size}")
@@ -131,7 +131,7 @@ def main():
                 tests = []
                 for seed in args.seeds:
                     valid, test, seconds = run_one(
-                        name, path, parts, args.sequence_length, epochs,
+                        name, path, parts, vocab, args.sequence_length, epochs,
                         args.learning_rate, args.batch_size, seed)
                     tests.append(test)
                     print(f"{len(parts['train']):>6} {epochs:>6} {name:<11} {label[:10]:<10} "

@@ -119,8 +119,6 @@ def run_classification(args):
     splits, how = common.load_splits(args, reader,
                                      lambda name: labelled.load_dataset(name, seed=args.seed))
     common.start(settings)
-    if settings.limit:
-        splits["train"] = splits["train"].subset(range(min(settings.limit, len(splits["train"]))))
 
     vocab, names = None, None
     if not regression:
@@ -138,6 +136,8 @@ def run_classification(args):
         if problem == "single_label" and len(names) < 2:
             raise DataError(f"{splits['train'].source} has only the label {names}; a classifier "
                             "needs at least two classes (pass --labels to name them all).")
+    if settings.limit:   # after the label set: the first N examples may lack a rare class
+        splits["train"] = splits["train"].subset(range(min(settings.limit, len(splits["train"]))))
 
     def targets(part):
         if regression:

@@ -83,6 +83,20 @@ def test_classify_run_from_csv_files(tmp_path):
     assert len(predictions) == 16 and {p["predicted"] for p in predictions} <= {"neg", "pos"}
 
 
+def test_limit_keeps_every_class_of_the_training_file(tmp_path):
+    # The first two examples are both 'pos': the label set still comes from the whole file.
+    rows = [("Loved it.", "pos"), ("Great fun.", "pos"), ("A mess.", "neg"), ("Dull.", "neg")]
+    for name in ("train", "valid"):
+        with open(tmp_path / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("text", "label"), *rows])
+    args = parse("classify", "--train", str(tmp_path / "train.csv"), "--valid",
+                 str(tmp_path / "valid.csv"), "--preset", str(tiny_preset(tmp_path)),
+                 "--output", str(tmp_path / "out"), "--epochs", "1", "--batch-size", "2",
+                 "--sequence-length", "8", "--limit", "2")
+    metrics = args.run(args)
+    assert metrics["labels"] == ["neg", "pos"] and metrics["sizes"]["train"] == 2
+
+
 def test_pair_regression_and_choice_runs(tmp_path):
     pairs = [{"sentence1": "A man plays.", "sentence2": "A man is playing.", "score": 4.5},
              {"sentence1": "A cat sleeps.", "sentence2": "The market fell.", "score": 0.2}] * 4
