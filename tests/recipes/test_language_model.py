@@ -11,7 +11,8 @@ import pytest
 
 from keras_bert_lab.cli import main
 from keras_bert_lab.errors import ConfigError, TrainingError
-from keras_bert_lab.recipes.language_model import LanguageModelSettings, run
+from keras_bert_lab.recipes.finetune import recommended
+from keras_bert_lab.recipes.language_model import FINETUNE, LanguageModelSettings, run
 from tests.conftest import to_numpy
 from tests.markers import recipe_resume
 from tests.recipes.test_pretrain import SendSignalAt, corpus_file, final_state  # noqa: F401
@@ -67,6 +68,7 @@ def test_gpt_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
     assert lm.output_bias and 1e-4 < np.abs(trained - start.bias).max() < 1.0
     stored = json.loads(open(os.path.join(unbroken, "settings.json")).read())
     assert stored["output_bias"] is True
+    assert recommended(os.path.join(unbroken, "preset")) == FINETUNE   # kbl finetune's defaults
 
 
 def test_no_output_bias_and_runs_from_before_it(corpus_file, tmp_path):  # noqa: F811
