@@ -350,7 +350,8 @@ def report(results, path):
         axis.axhline(target, color="grey", linewidth=0.8, linestyle=":")
     axis.set_xlabel("wall time (minutes)")
     axis.set_ylabel("held-out masked-LM accuracy")
-    axis.set_title("Time to quality, BERT-mini on WikiText-2")
+    sizes = sorted({result.get("size", "mini") for result in results.values()})
+    axis.set_title(f"Time to quality, BERT-{'/'.join(sizes)} on WikiText-2")
     axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -398,7 +399,7 @@ def main():
                 result = (train_hf(name, args, heldout, folder, tokenizer, vocabulary)
                           if name in HF
                           else train_ours(name, args, heldout, folder))
-                result.update(budget=args.budget, backend=keras.backend.backend())
+                result.update(budget=args.budget, backend=keras.backend.backend(), size=args.size)
                 results[key] = result
                 results_file.write_text(json.dumps(results, indent=1))
             for task in args.tasks:
