@@ -1,47 +1,63 @@
-"""The prepared GPU check: BERT-base pretraining step and inference in bf16 on one NVIDIA GPU.
+"""The GPU check (issues 16, 17): BERT's pretraining step and inference against the peers on one
+NVIDIA GPU, fp32 and bf16, on one Keras backend (``KERAS_BACKEND``: jax or torch).
 
 Run by ``benchmarks/gpu.sh`` on a lent GPU machine (a few minutes in all); also runs on CPU with
-``--size tiny --steps 3`` to check the script itself. For one Keras backend (``KERAS_BACKEND``):
+``--size tiny --steps 2`` to check the script itself.
 
-- ``train``: ``BertPretrainer(BertBackbone(size))`` under ``mixed_bfloat16``, AdamW, masked LM
-  (gathered positions) + next sentence, ``jit_compile=True`` (XLA on JAX; on torch, Keras'
-  ``torch.compile``, skipped with ``--no-torch-compile``) — twice: BERT's recipe (dropout 0.1 on
-  hidden states *and* attention probabilities, so attention is computed explicitly) and with
-  attention dropout 0, which lets attention take ``keras.ops.dot_product_attention``'s fused path
-  (cuDNN flash attention on JAX where it applies; PyTorch's SDPA kernels on torch);
-- ``infer``: the backbone's forward pass (``predict_on_batch``), bf16.
+- ``train``: the same-recipe step of ``benchmarks/train_step.py`` (its builders, its fixed batch,
+  its FLOP count): masked LM at ``--masks`` gathered positions + next sentence, AdamW, dropout 0.1
+  on hidden states and attention probabilities, each Keras backend's default compilation (XLA on
+  JAX, eager on torch), for
 
-Reported: sequences/s, tokens/s, and MFU = model FLOP/s ÷ the bf16 dense peak (``--peak-tflops``,
-989 for the H100/H200 SXM datasheet) and ÷ a bf16 matmul measured in the same process (8192³).
-FLOPs are counted as ``benchmarks/train_step.py`` counts them (3 × forward for training, the MLM
-head at the masked positions only). Each figure is the median of ``--repeats`` timings of
-``--steps`` steps after ``--warmup`` steps; the device is synchronised by reading the loss (train)
-or converting the output to NumPy (infer).
+  - ``keras_bert_lab``: ``BertPretrainer`` with its default ``compile()``;
+  - ``keras_hub``: ``keras_hub.models.BertMaskedLM`` of the same shape, Keras' ``AdamW``;
+  - ``hf_gathered`` (torch): transformers' ``BertForPreTraining`` on the GPU, hidden states
+    gathered at the masked positions before its MLM head, ``torch.optim.AdamW`` (transformers'
+    default attention implementation, recorded in the row);
+  - ``keras_bert_lab_fused``: ours with attention dropout 0, which lets attention take
+    ``keras.ops.dot_product_attention``'s fused path (not BERT's recipe: a row of its own).
+
+  Recipes: ``fp32`` (each framework's default float32 matmul: JAX/XLA may use TF32 on this GPU,
+  torch does not unless told) and ``bf16`` (Keras ``mixed_bfloat16``; HF ``torch.autocast``).
+- ``infer``: a backbone's forward pass, ``predict_on_batch`` (ours asked for the sequence and
+  pooled outputs, as keras-hub's returns), and transformers' ``BertModel`` under
+  ``torch.inference_mode()`` with the output copied to the host, as ``predict_on_batch`` does.
+
+Reported, one JSON line per row (appended to ``--out`` as soon as it is measured, so a run cut
+short keeps what it did): sequences/s, tokens/s, and MFU = model FLOP/s ÷ a square matmul of the
+same dtype measured in the same process through ``keras.ops`` (``--matmul-n``³, 10 products after
+3), and ÷ the datasheet's dense bf16 peak (``--peak-tflops``, 989 for the H100/H200 SXM). Each
+figure is the median of ``--repeats`` timings of ``--steps`` steps after ``--warmup`` steps;
+every step synchronises (the loss or the output is read back).
 """
 
 import argparse
+import gc
 import json
 import os
 import statistics
 import sys
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.train_step import SIZES, make_batch, step_flops  # noqa: E402
+from benchmarks.train_step import (  # noqa: E402
+    MAX_POSITIONS, SIZES, VOCAB, hf_stepper, keras_stepper, make_batch, step_flops)
 
 
 def forward_flops(size, batch, length):
+    """Matrix-product FLOPs of one encoder forward pass (as ``benchmarks/inference.py``)."""
     layers, hidden, _ = SIZES[size]
     dense = layers * (4 * hidden * hidden + 8 * hidden * hidden)
     return 2 * dense * batch * length + 4 * layers * batch * length * length * hidden
 
 
-def matmul_tflops(keras, n):
-    """bf16 matmul rate of this backend on this device (TFLOP/s), 10 products after 3."""
+def matmul_tflops(keras, n, dtype):
+    """Square matmul rate of this backend on this device (TFLOP/s), 10 products after 3."""
     import numpy as np
 
-    x = keras.ops.convert_to_tensor(np.random.default_rng(0).normal(size=(n, n)), "bfloat16")
+    x = keras.ops.convert_to_tensor(np.random.default_rng(0).normal(size=(n, n)), dtype)
     for _ in range(3):
         keras.ops.convert_to_numpy(keras.ops.matmul(x, x)[0, 0])
     start = time.perf_counter()
@@ -51,16 +67,63 @@ def matmul_tflops(keras, n):
     return 10 * 2 * n ** 3 / (time.perf_counter() - start) / 1e12
 
 
-def timed(step, steps, warmup, repeats):
-    for _ in range(warmup):
+def timed(step, args):
+    for _ in range(args.warmup):
         step()
     times = []
-    for _ in range(repeats):
+    for _ in range(args.repeats):
         start = time.perf_counter()
-        for _ in range(steps):
+        for _ in range(args.steps):
             step()
-        times.append((time.perf_counter() - start) / steps)
+        times.append((time.perf_counter() - start) / args.steps)
     return statistics.median(times)
+
+
+def torch_device():
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"  # cpu: checking the script only
+
+
+def inference_runner(impl, size, inputs, bf16):
+    """A function running one forward pass of ``impl`` on ``inputs`` and reading it back."""
+    layers, hidden, heads = SIZES[size]
+    if impl == "hf":
+        import torch
+        import transformers
+
+        config = transformers.BertConfig(
+            vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
+            num_attention_heads=heads, intermediate_size=4 * hidden,
+            max_position_embeddings=MAX_POSITIONS)
+        device = torch_device()
+        model = transformers.BertModel(config).to(device).eval()
+        batch = {"input_ids": inputs["token_ids"], "token_type_ids": inputs["segment_ids"],
+                 "attention_mask": inputs["padding_mask"]}
+        batch = {k: torch.from_numpy(v).long().to(device) for k, v in batch.items()}
+
+        def run():
+            with torch.inference_mode(), torch.autocast(device, torch.bfloat16, enabled=bf16):
+                return model(**batch).last_hidden_state.cpu()
+        return run, model.config._attn_implementation
+    import keras
+
+    keras.config.set_dtype_policy("mixed_bfloat16" if bf16 else "float32")
+    try:
+        if impl == "keras_hub":
+            import keras_hub
+
+            model = keras_hub.models.BertBackbone(
+                vocabulary_size=VOCAB, num_layers=layers, num_heads=heads, hidden_dim=hidden,
+                intermediate_dim=4 * hidden, max_sequence_length=MAX_POSITIONS, num_segments=2)
+            return (lambda: model.predict_on_batch(inputs)), None
+        from keras_bert_lab import BertBackbone
+
+        model = BertBackbone(size)
+        outputs = ("sequence_output", "pooled_output")
+        return (lambda: model.predict_on_batch(inputs, outputs=outputs)), None
+    finally:
+        keras.config.set_dtype_policy("float32")
 
 
 def main():
@@ -72,65 +135,94 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--recipes", default="bf16,fp32")
+    parser.add_argument("--what", default="train,infer")
     parser.add_argument("--peak-tflops", type=float, default=989.0)
     parser.add_argument("--matmul-n", type=int, default=8192)
-    parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--out", default=None, help="append JSON lines here")
     args = parser.parse_args()
 
     import keras
 
-    from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
-    from keras_bert_lab.training.optimizers import adamw
-
     backend = keras.backend.backend()
-    measured = matmul_tflops(keras, args.matmul_n)
+    recipes, what = args.recipes.split(","), args.what.split(",")
+    ceiling = {r: matmul_tflops(keras, args.matmul_n, "bfloat16" if r == "bf16" else "float32")
+               for r in recipes}
+    header = {"what": "header", "backend": backend, "keras": keras.__version__,
+              "matmul_tflops": {r: round(v, 1) for r, v in ceiling.items()}}
+    if backend == "torch":
+        import torch
+
+        header.update(torch=torch.__version__, allow_tf32=torch.backends.cuda.matmul.allow_tf32,
+                      device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
+    else:
+        import jax
+
+        header.update(jax=jax.__version__, device=str(jax.devices()[0]),
+                      default_matmul_precision=jax.config.jax_default_matmul_precision)
     data = make_batch(args.batch, args.length, args.masks)
-    x = {k: data[k] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
-    y = {"mlm": data["mask_ids"], "nsp": data["nsp_labels"]}
-    sw = {"mlm": data["mask_weights"], "nsp": data["nsp_weights"]}
-    jit = not (backend == "torch" and args.no_torch_compile)
-    rows = []
+    tokens = args.batch * args.length
 
-    def report(row):
-        row.update(backend=backend, keras=keras.__version__, size=args.size, batch=args.batch,
-                   length=args.length, matmul_tflops=round(measured, 1))
-        seconds = row.pop("seconds")
-        row["seq_per_s"] = round(args.batch / seconds, 1)
-        row["tokens_per_s"] = round(args.batch * args.length / seconds)
-        row["mfu_vs_peak"] = round(row.pop("flops") / seconds / 1e12 / args.peak_tflops, 3)
-        row["mfu_vs_matmul"] = round(row["mfu_vs_peak"] * args.peak_tflops / measured, 3)
-        rows.append(row)
+    def write(row):
         print(json.dumps(row), flush=True)
-
-    for recipe, attention_dropout in (("bert_recipe", 0.1), ("fused_attention", 0.0)):
-        keras.config.set_dtype_policy("mixed_bfloat16")
-        config = BertConfig.from_size(args.size, attention_dropout=attention_dropout)
-        model = BertPretrainer(BertBackbone(config))
-        model.compile(optimizer=adamw(model, learning_rate=1e-4), jit_compile=jit)
-        start = time.perf_counter()
-        model.train_on_batch(x, y, sample_weight=sw)
-        compile_s = time.perf_counter() - start
-        seconds = timed(lambda: float(model.train_on_batch(x, y, sample_weight=sw,
-                                                           return_dict=True)["loss"]),
-                        args.steps, args.warmup, args.repeats)
-        report({"what": "train", "recipe": recipe, "jit_compile": jit, "seconds": seconds,
-                "first_step_s": round(compile_s, 1),
-                "flops": step_flops(args.size, args.batch, args.length, args.masks)})
-        if recipe == "fused_attention":
-            backbone = model.backbone
-            inputs = {k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-            seconds = timed(lambda: keras.ops.convert_to_numpy(
-                backbone.predict_on_batch(inputs)["sequence_output"][0, 0, 0]),
-                args.steps, args.warmup, args.repeats)
-            report({"what": "infer", "recipe": "bf16", "seconds": seconds,
-                    "flops": forward_flops(args.size, args.batch, args.length)})
-        keras.config.set_dtype_policy("float32")
-        del model
-    if args.out:
-        with open(args.out, "a") as f:
-            for row in rows:
+        if args.out:
+            with open(args.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
+
+    def report(row, seconds=None, flops=None):
+        row.update(backend=backend, size=args.size, batch=args.batch, length=args.length)
+        if seconds is not None:
+            row.update(seq_per_s=round(args.batch / seconds, 1), tokens_per_s=round(tokens / seconds),
+                       ms_per_step=round(1e3 * seconds, 2),
+                       mfu_vs_matmul=round(flops / seconds / 1e12 / ceiling[row["recipe"]], 3),
+                       mfu_vs_peak=round(flops / seconds / 1e12 / args.peak_tflops, 3),
+                       matmul_tflops=round(ceiling[row["recipe"]], 1))
+        write(row)
+
+    def attempt(row, build, flops):
+        cuda = backend == "torch" and torch_device() == "cuda"
+        if cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
+        try:
+            start = time.perf_counter()
+            step, info = build()
+            step()  # compiles / traces
+            row["first_step_s"] = round(time.perf_counter() - start, 1)
+            row.update(info)
+            seconds = timed(step, args)
+            if cuda:
+                row["gpu_peak_gib"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+            report(row, seconds, flops)
+        except Exception as error:  # one failed configuration must not cost the others
+            traceback.print_exc()
+            report(dict(row, error=f"{type(error).__name__}: {error}"[:300]))
+        gc.collect()
+
+    write(header)
+    impls = ["keras_bert_lab", "keras_hub"] + (["hf_gathered"] if backend == "torch" else [])
+    train_flops = step_flops(args.size, args.batch, args.length, args.masks)
+    infer_flops = forward_flops(args.size, args.batch, args.length)
+    for recipe in recipes:
+        if "train" in what:
+            for impl in impls + ["keras_bert_lab_fused"]:
+                def build(impl=impl):
+                    if impl.startswith("hf"):
+                        step, info = hf_stepper(impl, args.size, data, recipe,
+                                                 device=torch_device())
+                    else:
+                        step, info = keras_stepper(impl, args.size, backend, data, recipe)
+                    keep = ("jit_compile", "dtype_policy", "attn_implementation", "params")
+                    return step, {k: info[k] for k in keep if k in info}
+                attempt({"what": "train", "impl": impl, "recipe": recipe}, build, train_flops)
+        if "infer" in what:
+            inputs = {k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+            for impl in impls[:2] + (["hf"] if backend == "torch" else []):
+                def build(impl=impl):
+                    run, attention = inference_runner(impl, args.size, inputs, recipe == "bf16")
+                    return run, ({"attn_implementation": attention} if attention else {})
+                attempt({"what": "infer", "impl": impl, "recipe": recipe}, build, infer_flops)
 
 
 if __name__ == "__main__":

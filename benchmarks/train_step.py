@@ -212,10 +212,14 @@ def build_keras(impl, size, backend, recipe):
     layers, hidden, heads = SIZES[size]
     keras.config.set_dtype_policy("mixed_bfloat16" if bf16 else "float32")
     try:
-        if impl == "keras_bert_lab":
+        if impl.startswith("keras_bert_lab"):
             from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 
-            config = BertConfig.from_size(size, dropout=DROPOUT, attention_dropout=DROPOUT)
+            # "keras_bert_lab_fused" (benchmarks/gpu.py): no attention-probability dropout, so
+            # attention takes keras.ops.dot_product_attention's fused path.
+            attention_dropout = 0.0 if impl == "keras_bert_lab_fused" else DROPOUT
+            config = BertConfig.from_size(size, dropout=DROPOUT,
+                                          attention_dropout=attention_dropout)
             model = BertPretrainer(BertBackbone(config))
             # Its default losses and metrics; the AdamW of its default compile() (+ accumulation).
             model.compile(optimizer=adamw(model, learning_rate=1e-4, **extra), jit_compile=jit)
@@ -246,7 +250,7 @@ def keras_stepper(impl, size, backend, data, recipe):
         raise RuntimeError(f"Keras runs on {keras.backend.backend()!r}, not {backend!r}: set "
                            "KERAS_BACKEND before keras is first imported")
     x = {k: data[k] for k in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
-    if impl == "keras_bert_lab":
+    if impl.startswith("keras_bert_lab"):
         y = {"mlm": data["mask_ids"], "nsp": data["nsp_labels"]}
         sw = {"mlm": data["mask_weights"], "nsp": data["nsp_weights"]}
     else:
@@ -275,7 +279,7 @@ def keras_stepper(impl, size, backend, data, recipe):
     return step, info
 
 
-def hf_stepper(impl, size, data, recipe):
+def hf_stepper(impl, size, data, recipe, device="cpu"):
     import torch
     import transformers
 
@@ -287,14 +291,14 @@ def hf_stepper(impl, size, data, recipe):
         intermediate_size=4 * hidden, hidden_act="gelu", hidden_dropout_prob=DROPOUT,
         attention_probs_dropout_prob=DROPOUT, max_position_embeddings=MAX_POSITIONS,
         type_vocab_size=2, layer_norm_eps=1e-12)
-    model = transformers.BertForPreTraining(config)
+    model = transformers.BertForPreTraining(config).to(device)
     model.train()
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=1e-4, betas=(0.9, 0.999), eps=1e-6)
-    t = {k: torch.from_numpy(v) for k, v in data.items()}
+    t = {k: torch.from_numpy(v).to(device) for k, v in data.items()}
     ids, segments = t["token_ids"].long(), t["segment_ids"].long()
     attention_mask = t["padding_mask"].long()
     positions, mask_ids = t["mask_positions"].long(), t["mask_ids"].long()
@@ -322,8 +326,8 @@ def hf_stepper(impl, size, data, recipe):
         loss_fn = torch.compile(loss_fn)
 
     def forward():
-        if bf16:  # torch's CPU mixed precision: bf16 matmuls inside, fp32 weights and loss
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+        if bf16:  # torch's mixed precision: bf16 matmuls inside, fp32 weights and loss
+            with torch.autocast(device, dtype=torch.bfloat16):
                 return loss_fn()
         return loss_fn()
 
