@@ -137,6 +137,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--recipes", default="bf16,fp32")
     parser.add_argument("--what", default="train,infer")
+    parser.add_argument("--impls", default=None, help="default: ours, keras-hub, HF (torch), "
+                        "ours with fused attention; also keras_bert_lab_nodrop (no dropout)")
     parser.add_argument("--peak-tflops", type=float, default=989.0)
     parser.add_argument("--matmul-n", type=int, default=8192)
     parser.add_argument("--out", default=None, help="append JSON lines here")
@@ -146,10 +148,10 @@ def main():
 
     backend = keras.backend.backend()
     recipes, what = args.recipes.split(","), args.what.split(",")
-    ceiling = {r: matmul_tflops(keras, args.matmul_n, "bfloat16" if r == "bf16" else "float32")
-               for r in recipes}
+    dtypes = {"bfloat16" if r.startswith("bf16") else "float32" for r in recipes}
+    ceiling = {d: matmul_tflops(keras, args.matmul_n, d) for d in sorted(dtypes)}
     header = {"what": "header", "backend": backend, "keras": keras.__version__,
-              "matmul_tflops": {r: round(v, 1) for r, v in ceiling.items()}}
+              "matmul_tflops": {d: round(v, 1) for d, v in ceiling.items()}}
     if backend == "torch":
         import torch
 
@@ -171,12 +173,13 @@ def main():
 
     def report(row, seconds=None, flops=None):
         row.update(backend=backend, size=args.size, batch=args.batch, length=args.length)
+        peak = ceiling["bfloat16" if row["recipe"].startswith("bf16") else "float32"]
         if seconds is not None:
             row.update(seq_per_s=round(args.batch / seconds, 1), tokens_per_s=round(tokens / seconds),
                        ms_per_step=round(1e3 * seconds, 2),
-                       mfu_vs_matmul=round(flops / seconds / 1e12 / ceiling[row["recipe"]], 3),
+                       mfu_vs_matmul=round(flops / seconds / 1e12 / peak, 3),
                        mfu_vs_peak=round(flops / seconds / 1e12 / args.peak_tflops, 3),
-                       matmul_tflops=round(ceiling[row["recipe"]], 1))
+                       matmul_tflops=round(peak, 1))
         write(row)
 
     def attempt(row, build, flops):
@@ -201,12 +204,13 @@ def main():
         gc.collect()
 
     write(header)
-    impls = ["keras_bert_lab", "keras_hub"] + (["hf_gathered"] if backend == "torch" else [])
+    peers = ["keras_bert_lab", "keras_hub"] + (["hf_gathered"] if backend == "torch" else [])
+    impls = args.impls.split(",") if args.impls else peers + ["keras_bert_lab_fused"]
     train_flops = step_flops(args.size, args.batch, args.length, args.masks)
     infer_flops = forward_flops(args.size, args.batch, args.length)
     for recipe in recipes:
         if "train" in what:
-            for impl in impls + ["keras_bert_lab_fused"]:
+            for impl in impls:
                 def build(impl=impl):
                     if impl.startswith("hf"):
                         step, info = hf_stepper(impl, args.size, data, recipe,
@@ -218,9 +222,11 @@ def main():
                 attempt({"what": "train", "impl": impl, "recipe": recipe}, build, train_flops)
         if "infer" in what:
             inputs = {k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-            for impl in impls[:2] + (["hf"] if backend == "torch" else []):
+            infer = [i for i in impls if i in ("keras_bert_lab", "keras_hub")]
+            for impl in infer + (["hf"] if "hf_gathered" in impls else []):
                 def build(impl=impl):
-                    run, attention = inference_runner(impl, args.size, inputs, recipe == "bf16")
+                    run, attention = inference_runner(impl, args.size, inputs,
+                                                      recipe.startswith("bf16"))
                     return run, ({"attn_implementation": attention} if attention else {})
                 attempt({"what": "infer", "impl": impl, "recipe": recipe}, build, infer_flops)
 

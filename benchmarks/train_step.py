@@ -171,6 +171,8 @@ def parse_recipe(recipe):
         return False, 1, None
     if recipe == "bf16":
         return True, 1, None
+    if recipe == "bf16-jit":  # benchmarks/gpu.py: bf16 with torch.compile
+        return True, 1, True
     if recipe in ("jit", "nojit"):
         return False, 1, recipe == "jit"
     if recipe.startswith("accum") and recipe[5:].isdigit() and int(recipe[5:]) >= 2:
@@ -215,10 +217,11 @@ def build_keras(impl, size, backend, recipe):
         if impl.startswith("keras_bert_lab"):
             from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 
-            # "keras_bert_lab_fused" (benchmarks/gpu.py): no attention-probability dropout, so
-            # attention takes keras.ops.dot_product_attention's fused path.
-            attention_dropout = 0.0 if impl == "keras_bert_lab_fused" else DROPOUT
-            config = BertConfig.from_size(size, dropout=DROPOUT,
+            # benchmarks/gpu.py's variants: "_fused", no attention-probability dropout, so
+            # attention takes keras.ops.dot_product_attention's fused path; "_nodrop", no dropout.
+            attention_dropout = 0.0 if impl.endswith(("_fused", "_nodrop")) else DROPOUT
+            dropout = 0.0 if impl.endswith("_nodrop") else DROPOUT
+            config = BertConfig.from_size(size, dropout=dropout,
                                           attention_dropout=attention_dropout)
             model = BertPretrainer(BertBackbone(config))
             # Its default losses and metrics; the AdamW of its default compile() (+ accumulation).
