@@ -105,9 +105,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if explicit:
             context = self._explicit_attention(q, k, v, mask, training)
         else:
-            if mask is not None:  # a full (B, 1, T, S) mask: cuDNN's fused kernel (JAX) needs it
-                mask = ops.broadcast_to(mask, (ops.shape(q)[0], 1, ops.shape(q)[1],
-                                               ops.shape(k)[1]))
             context = ops.dot_product_attention(q, k, v, mask=mask,
                                                 is_causal=is_causal)  # (B, T, N, D)
         output = self.output_dense(context)  # (B, T, H)
