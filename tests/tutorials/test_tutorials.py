@@ -5,8 +5,8 @@ table beside its own; and the attention probabilities station 8 recomputes from 
 equal ``transformers``' ``output_attentions``.
 
 The build runs once (in the TensorFlow test process), its Jupyter kernels under torch: the
-smoke build of all eleven took 240 s there against 298 s under TensorFlow and more under JAX
-(station 3 alone: 19, 33 and 61 s). The attention helper is Keras code and is checked on every
+eleven smoke notebooks ran for 247 s in all there against 298 s under TensorFlow, and longer
+under JAX (station 3 alone: 19, 33 and 61 s). The attention helper is Keras code and is checked on every
 backend.
 """
 
