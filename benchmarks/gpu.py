@@ -17,8 +17,10 @@ Run by ``benchmarks/gpu.sh`` on a lent GPU machine (a few minutes in all); also 
   - ``keras_bert_lab_fused``: ours with attention dropout 0, which lets attention take
     ``keras.ops.dot_product_attention``'s fused path (not BERT's recipe: a row of its own).
 
-  Recipes: ``fp32`` (each framework's default float32 matmul: JAX/XLA may use TF32 on this GPU,
-  torch does not unless told) and ``bf16`` (Keras ``mixed_bfloat16``; HF ``torch.autocast``).
+  ``--impls`` picks among these and ``keras_bert_lab_nodrop`` (no dropout at all). Recipes:
+  ``fp32`` (each framework's default float32 matmul: JAX/XLA may use TF32 on this GPU, torch
+  does not unless told), ``bf16`` (Keras ``mixed_bfloat16``; HF ``torch.autocast``) and
+  ``bf16-jit`` (bf16 with ``jit_compile=True``: ``torch.compile`` on torch).
 - ``infer``: a backbone's forward pass, ``predict_on_batch`` (ours asked for the sequence and
   pooled outputs, as keras-hub's returns), and transformers' ``BertModel`` under
   ``torch.inference_mode()`` with the output copied to the host, as ``predict_on_batch`` does.
