@@ -6,8 +6,9 @@ import pytest
 
 from keras_bert_lab.cli import main
 from keras_bert_lab.vectors import WordVectors
+from tests.markers import ONCE
 
-pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+pytestmark = pytest.mark.skipif(keras.backend.backend() != ONCE,
                                 reason="NumPy-only command; runs once")
 
 
