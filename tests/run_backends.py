@@ -1,16 +1,11 @@
 """Run the test suite once per Keras backend, each in its own process.
 
-Usage: python tests/run_backends.py [--backends tensorflow jax torch] [--jobs 3] [-- pytest args]
+Usage: python tests/run_backends.py [--backends tensorflow jax torch] [--jobs 2] [-- pytest args]
 
-With ``--jobs N`` (default: every backend at once) up to N backends run at the same time; each
-one's output is printed as one block when it ends (with ``--jobs 1`` it streams). Backends start
-in the order given, so put the longest first. Prints a per-backend summary and exits non-zero if
-any backend fails.
-
-Why all at once on two cores: each test process keeps about one core busy, so the suite is bound
-by its total CPU time, and the three processes take comparable times (the cases that run once run
-under torch, ``tests.markers.ONCE``): two at a time would leave a core idle while the third ran
-alone.
+With ``--jobs N`` (default 2) up to N backends run at the same time; each one's output is
+printed as one block when it ends (with ``--jobs 1`` it streams). Backends start in the order
+given, so put the longest first. Prints a per-backend summary and exits non-zero if any backend
+fails.
 """
 
 import argparse
@@ -46,11 +41,9 @@ def last_summary(lines):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", nargs="+", default=["jax", "tensorflow", "torch"])
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="backends run at the same time (default: all of them)")
+    parser.add_argument("--jobs", type=int, default=2, help="backends run at the same time")
     args, pytest_args = parser.parse_known_args()
     pytest_args = [a for a in pytest_args if a != "--"]
-    args.jobs = args.jobs or len(args.backends)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     waiting, running, done = list(args.backends), {}, {}
     begin = time.time()

@@ -11,7 +11,7 @@ or a failure: a **traceback** (any other exception), a **silent** result (no err
 due, or a wrong result), **data loss** (a sentinel file in the output folder or next to it
 changed or vanished, a folder that should have stayed untouched was written) or **partial
 files** (a ``*.tmp`` left behind). ``test_summary`` prints the tally (``pytest -rA``) and fails
-on any failure. Cases of the text side and the command line run once (``tests.markers.ONCE``); the model
+on any failure. Cases of the text side and the command line run once (TensorFlow); the model
 input cases run on every backend.
 """
 

@@ -6,9 +6,8 @@ import pytest
 
 from keras_bert_lab.cli import main
 from keras_bert_lab.vectors import WordVectors
-from tests.markers import ONCE
 
-pytestmark = pytest.mark.skipif(keras.backend.backend() != ONCE,
+pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                                 reason="NumPy-only command; runs once")
 
 

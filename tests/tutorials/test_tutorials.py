@@ -4,10 +4,10 @@ tutorial at its first cell with the install command; station 10 prints the BERT 
 table beside its own; and the attention probabilities station 8 recomputes from MiniLM's weights
 equal ``transformers``' ``output_attentions``.
 
-The build runs once (in the ``tests.markers.ONCE`` test process), its Jupyter kernels under
-torch: the eleven smoke notebooks ran for 247 s in all there against 298 s under TensorFlow, and
-longer under JAX (station 3 alone: 19, 33 and 61 s). The attention helper is Keras code and is
-checked on every backend.
+The build runs once (in the TensorFlow test process), its Jupyter kernels under torch: the
+eleven smoke notebooks ran for 247 s in all there against 298 s under TensorFlow, and longer
+under JAX (station 3 alone: 19, 33 and 61 s). The attention helper is Keras code and is checked on every
+backend.
 """
 
 import importlib.util
