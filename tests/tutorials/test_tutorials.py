@@ -6,8 +6,8 @@ equal ``transformers``' ``output_attentions``.
 
 The build runs once (in the TensorFlow test process), its Jupyter kernels under torch: the
 eleven smoke notebooks ran for 247 s in all there against 298 s under TensorFlow, and longer
-under JAX (station 3 alone: 19, 33 and 61 s). The attention helper is Keras code and is checked on every
-backend.
+under JAX (station 3 alone: 19, 33 and 61 s). The attention helper is Keras code and is
+checked on every backend.
 """
 
 import importlib.util
