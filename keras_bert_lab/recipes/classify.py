@@ -69,9 +69,11 @@ def register(subparsers):
                                  "separated by '|'): sigmoid outputs, binary cross-entropy")
         parser.add_argument("--dropout", type=float, default=None,
                             help="dropout before the head (default: the backbone's)")
-        parser.add_argument("--pooling", choices=["cls", "mean"], default="cls",
+        parser.add_argument("--pooling", choices=["cls", "mean"], default=common.Unset("cls"),
                             help="head input: the pooled [CLS] state (BERT) or the mean of the "
-                                 "last layer (models trained for mean pooling, e.g. MiniLM)")
+                                 "last layer (models trained for mean pooling, e.g. MiniLM, or "
+                                 "pretrained without next-sentence prediction); default 'cls' "
+                                 "or the preset's recommendation")
         gpt_tasks.add_arguments(parser)
         common.add_common_arguments(parser, output=f"out/finetune-{name}")
         parser.set_defaults(run=run_classification, pair=pairs)
@@ -106,6 +108,7 @@ def run_classification(args):
     from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
 
     settings = common.settings_from_args(args)
+    args.pooling = common.preset_choice(args, "pooling")
     dataset = getattr(args, "dataset", None)
     options = registry.source(dataset).options if dataset else {}
     regression = bool(getattr(args, "regression", False) or options.get("regression"))

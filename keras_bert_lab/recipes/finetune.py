@@ -71,7 +71,7 @@ CHOICES = {"schedule": SCHEDULES, "unfreeze": UNFREEZE}
 # wins over the preset, the preset over the task's default.
 RECOMMENDABLE = ("epochs", "batch_size", "learning_rate", "warmup_ratio", "weight_decay",
                  "layer_decay", "schedule", "cut_fraction", "slanted_ratio", "unfreeze",
-                 "patience")
+                 "patience", "pooling")
 
 
 class Unset:
@@ -165,6 +165,19 @@ def recommended(preset):
     info = _peek(preset)
     own = ((info.preprocessor or {}).get("finetune") or {}) if info is not None else {}
     return {k: v for k, v in {**named, **own}.items() if k in RECOMMENDABLE}
+
+
+def preset_choice(args, name):
+    """A task flag a preset may recommend (``--pooling``): the value given, else the preset's
+    recommendation (printed, as :func:`settings_from_args` does), else the flag's default."""
+    value = getattr(args, name)
+    if not isinstance(value, Unset):
+        return value
+    advice = recommended(args.preset).get(name)
+    if advice is None:
+        return value.value
+    print(f"preset recommends: --{name.replace('_', '-')} {advice}")
+    return advice
 
 
 def settings_from_args(args):

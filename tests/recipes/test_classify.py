@@ -10,7 +10,7 @@ from keras_bert_lab import BertBackbone
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.presets import read_preset
-from keras_bert_lab.recipes import classify
+from keras_bert_lab.recipes import classify, finetune
 from keras_bert_lab.tasks.classifier import BertClassifier
 from keras_bert_lab.tasks.multiple_choice import BertMultipleChoice
 
@@ -48,11 +48,22 @@ def test_label_outside_the_given_set_is_named(tmp_path):
 
 
 # ---- tiny end-to-end runs ----------------------------------------------------------------------
-def tiny_preset(tmp_path):
-    path = tmp_path / "tiny"
+def tiny_preset(tmp_path, **preprocessor):
+    path = tmp_path / ("tiny" + "".join(f"-{k}" for k in preprocessor))
     if not path.exists():
-        BertBackbone("tiny").save_to_preset(path, vocabulary=locate("bert_uncased_vocab"))
+        BertBackbone("tiny").save_to_preset(path, vocabulary=locate("bert_uncased_vocab"),
+                                            preprocessor=preprocessor or None)
     return path
+
+
+def test_pooling_follows_the_preset_unless_given(tmp_path):
+    # what `kbl pretrain` writes for a run without next-sentence prediction (untrained pooler)
+    advised = str(tiny_preset(tmp_path, finetune={"pooling": "mean"}))
+    plain = str(tiny_preset(tmp_path))
+    choice = lambda *flags: finetune.preset_choice(parse("classify", *flags), "pooling")  # noqa
+    assert choice("--preset", advised) == "mean"
+    assert choice("--preset", advised, "--pooling", "cls") == "cls"
+    assert choice("--preset", plain) == "cls"
 
 
 def test_classify_run_from_csv_files(tmp_path):
@@ -66,7 +77,8 @@ def test_classify_run_from_csv_files(tmp_path):
     out = tmp_path / "out"
     args = parse("classify", "--train", str(tmp_path / "train.csv"), "--test",
                  str(tmp_path / "test.csv"), "--text-column", "review", "--label-column",
-                 "sentiment", "--preset", str(tiny_preset(tmp_path)), "--output", str(out),
+                 "sentiment", "--preset", str(tiny_preset(tmp_path, finetune={"pooling": "mean"})),
+                 "--output", str(out),
                  "--epochs", "1", "--batch-size", "4", "--sequence-length", "16",
                  "--valid-fraction", "0.25")
     metrics = args.run(args)
@@ -76,7 +88,7 @@ def test_classify_run_from_csv_files(tmp_path):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["best"]["accuracy"] == metrics["best"]["accuracy"]
     model = BertClassifier.from_preset(out / "preset")
-    assert model.labels == ["neg", "pos"]
+    assert model.labels == ["neg", "pos"] and model.pooling == "mean"   # the preset's advice
     assert read_preset(out / "preset").preprocessor == {   # what `kbl predict` reads back
         "sequence_length": 16, "pair": False, "text_column": "review", "pair_column": None}
     predictions = list(csv.DictReader(open(out / "test_predictions.csv", encoding="utf-8")))

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("tensorflow_text")
 
+from keras_bert_lab.presets import read_preset  # noqa: E402
 from keras_bert_lab.recipes.pretrain import PretrainSettings, TrainingError, run  # noqa: E402
 from keras_bert_lab.training.run import prepare_output  # noqa: E402
 from tests.markers import recipe_resume  # noqa: E402
@@ -66,6 +67,8 @@ def test_run_outputs(corpus_file, tmp_path):
                  "preset/model.weights.h5", "preset/vocab.txt"):
         assert os.path.exists(os.path.join(unbroken, name)), name
     assert 0.0 <= metrics["heldout_mlm_accuracy"] <= 1.0 and "unigram_mlm_accuracy" in metrics
+    # NSP trained the pooler: the preset recommends no other pooling for fine-tuning
+    assert "finetune" not in read_preset(os.path.join(unbroken, "preset")).preprocessor
 
 
 @recipe_resume
@@ -232,6 +235,8 @@ def test_modern_encoder_options_reach_the_model_and_the_preset(corpus_file, tmp_
     config = BertBackbone.from_preset(out / "preset").config
     assert {k: getattr(config, k) for k in modern} == modern and config.attention_dropout == 0.0
     assert json.loads((out / "settings.json").read_text())["position_embedding"] == "rotary"
+    # no NSP: the pooler never trained, so fine-tuning is advised to pool the mean
+    assert read_preset(out / "preset").preprocessor["finetune"] == {"pooling": "mean"}
 
 
 def test_runs_saved_before_the_modern_options_still_resume(corpus_file, tmp_path):
