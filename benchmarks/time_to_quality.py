@@ -27,6 +27,9 @@ running) and score them after training; the HF loop scores itself with its clock
 x axis is the wall time from the start of each recipe (tokenizing, timing the step for the
 budget, compiling, training). Then, optionally (``--tasks rt stsb``), each final model is
 fine-tuned with one recipe (``kbl finetune``; the HF model through ``kbl preset import-hf``).
+A model pretrained without next-sentence prediction (``modern``, ``hf``) has an untrained
+pooler, so its head reads the mean of the last layer instead (``--pooling mean``: our presets
+recommend it to ``kbl finetune``, the HF one is given the flag); ``bert``'s reads [CLS].
 
 Run it alone on the machine: every number here is a wall time.
 
@@ -303,6 +306,8 @@ def finetune(result, task, args, out):
     argv = ["finetune", *command, "--preset", preset, "--output", str(run), "--overwrite",
             "--epochs", str(args.epochs), "--patience", str(args.epochs), "--batch-size", "32",
             "--learning-rate", str(args.finetune_learning_rate), "--seed", str(args.seed)]
+    if result.get("preset") is None:   # MLM only: the imported pooler is untrained
+        argv += ["--pooling", "mean"]
     if args.finetune_limit:
         argv += ["--limit", str(args.finetune_limit)]
     if kbl(argv) != 0:
