@@ -48,13 +48,14 @@ def test_a_preset_recommends_what_no_flag_sets(tmp_path):
 
 def test_a_named_preset_recommends_through_its_registry_file(tmp_path, monkeypatch):
     entry = {"name": "tiny_named", "finetune": {"learning_rate": 2e-4, "schedule": "slanted",
-                                                "pooling": "mean"},
+                                                "pooling": "mean", "no_such_flag": 1},
              "source": {"format": "huggingface", "package": "kbl-no-such-package",
                         "version": "0", "module": "kbl_no_such_module"}}
     (tmp_path / "tiny_named.json").write_text(json.dumps(entry))
     monkeypatch.setenv("KBL_PRESETS_PATH", str(tmp_path))
     monkeypatch.setenv("KBL_PRESET_HOME", str(tmp_path / "built"))
-    assert recommended("tiny_named") == {"learning_rate": 2e-4, "schedule": "slanted"}
+    assert recommended("tiny_named") == {"learning_rate": 2e-4, "schedule": "slanted",
+                                         "pooling": "mean"}   # a key no flag takes is dropped
     parser = argparse.ArgumentParser()
     add_common_arguments(parser)
     settings = settings_from_args(parser.parse_args(["--preset", "tiny_named",
