@@ -132,7 +132,10 @@ def main():
     pretrain = {"bert": ["--model", "bert", "--vocabulary", wordpiece],
                 "gpt": ["--model", "gpt", "--vocabulary", bpe]}
     pretrained = {}
+    needed = {ROWS[row][0] for row in args.rows}   # a scratch row needs its model's vocabulary
     for model, extra in pretrain.items():
+        if model not in needed:
+            continue
         run = out / f"pretrain-{model}"
         if not (run / "preset").exists():
             seconds = call(["pretrain", *extra, *shape, "--eval-every", max(args.steps // 5, 1),
@@ -145,7 +148,7 @@ def main():
         print(f"pretrained {model}: {(run / 'wall_seconds.txt').read_text().strip()} s wall; "
               f"held-out {_heldout(summary)}")
     scratch = {model: _scratch_preset(model, pretrained[model], out / f"scratch-{model}")
-               for model in ("bert", "gpt")}
+               for model in pretrained}
 
     # 3. the QA files: three facts per context, so the question must pick one
     for task, same_kind in (("qa", False), ("qa-same", True)):

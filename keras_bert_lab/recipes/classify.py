@@ -69,11 +69,7 @@ def register(subparsers):
                                  "separated by '|'): sigmoid outputs, binary cross-entropy")
         parser.add_argument("--dropout", type=float, default=None,
                             help="dropout before the head (default: the backbone's)")
-        parser.add_argument("--pooling", choices=["cls", "mean"], default=common.Unset("cls"),
-                            help="head input: the pooled [CLS] state (BERT) or the mean of the "
-                                 "last layer (models trained for mean pooling, e.g. MiniLM, or "
-                                 "pretrained without next-sentence prediction); default 'cls' "
-                                 "or the preset's recommendation")
+        _add_pooling(parser)
         gpt_tasks.add_arguments(parser)
         common.add_common_arguments(parser, output=f"out/finetune-{name}")
         parser.set_defaults(run=run_classification, pair=pairs)
@@ -89,11 +85,20 @@ def register(subparsers):
     parser.add_argument("--label-column", default="label",
                         help="the right choice's index (or its text)")
     parser.add_argument("--dropout", type=float, default=None)
+    _add_pooling(parser)
     gpt_tasks.add_arguments(parser)
     common.add_common_arguments(parser, output="out/finetune-choice", batch_size=16)
     parser.set_defaults(run=run_choice)
     parsers.append(parser)
     return parsers
+
+
+def _add_pooling(parser):
+    parser.add_argument("--pooling", choices=["cls", "mean"], default=common.Unset("cls"),
+                        help="head input: the pooled [CLS] state (BERT) or the mean of the "
+                             "last layer (models trained for mean pooling, e.g. MiniLM, or "
+                             "pretrained without next-sentence prediction); default 'cls' "
+                             "or the preset's recommendation")
 
 
 def _multi(labels):
@@ -200,6 +205,7 @@ def run_choice(args):
     from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
 
     settings = common.settings_from_args(args)
+    args.pooling = common.preset_choice(args, "pooling")
     reader = lambda path: labelled.read_multiple_choice(  # noqa: E731
         path, args.context_column, args.choices_column, args.label_column, encoding=args.encoding)
     splits, how = common.load_splits(args, reader, None)
@@ -214,7 +220,8 @@ def run_choice(args):
         model, features = gpt_tasks.choice(settings, args, splits)
     else:
         gpt_tasks.refuse_gpt_flags(args)
-        model = BertMultipleChoice.from_preset(settings.preset, dropout=args.dropout)
+        model = BertMultipleChoice.from_preset(settings.preset, dropout=args.dropout,
+                                               pooling=args.pooling)
         preprocessor = BertTextPreprocessor.from_preset(settings.preset, settings.sequence_length)
         features = {name: preprocessor.pack_choices(part.contexts, part.choices)
                     for name, part in splits.items() if part is not None}

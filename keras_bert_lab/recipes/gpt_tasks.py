@@ -63,6 +63,8 @@ def choice(settings, args, splits):
     from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
     from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
 
+    if getattr(args, "pooling", "cls") != "cls":
+        raise ConfigError("--pooling applies to BERT presets; a GPT head reads the extract token.")
     model = GPTMultipleChoice.from_preset(settings.preset, lm_loss_weight=args.lm_loss_weight,
                                           dropout=args.dropout)
     packer = GPTTaskPacker(BytePairTokenizer.from_preset(settings.preset), settings.sequence_length)

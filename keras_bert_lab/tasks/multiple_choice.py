@@ -5,7 +5,10 @@ pair ``[CLS] context [SEP] choice [SEP]``, run all C sequences through the encod
 pooled ``[CLS]`` state with one shared vector (``Dense(1)``) and normalise the C scores with a
 softmax — "the only task-specific parameters introduced is a vector whose dot product with the
 [CLS] token representation C denotes a score for each choice". The loss is cross-entropy over
-the choices, as in Hugging Face's ``BertForMultipleChoice``.
+the choices, as in Hugging Face's ``BertForMultipleChoice``. ``pooling="mean"`` scores the mean of
+the last layer over each pair's real tokens instead, as :class:`BertClassifier` can, for models
+whose pooler was never trained (pretrained without next-sentence prediction) or that were trained
+for mean pooling.
 
 Shapes: ``B`` batch, ``C`` choices, ``T`` tokens, ``H`` hidden.
 """
@@ -13,10 +16,12 @@ Shapes: ``B`` batch, ``C`` choices, ``T`` tokens, ``H`` hidden.
 import keras
 from keras import ops
 
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import truncated_normal
+from keras_bert_lab.layers.pooling import mean_pool
 from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task
-from keras_bert_lab.tasks.classifier import decode_logits
+from keras_bert_lab.tasks.classifier import POOLINGS, decode_logits
 from keras_bert_lab.training.optimizers import adamw
 
 
@@ -55,6 +60,8 @@ class BertMultipleChoice(Task):
     Args:
         backbone: a ``BertBackbone``.
         dropout: dropout rate before the scoring layer; default the backbone config's ``dropout``.
+        pooling: ``"cls"`` (the pooled ``[CLS]`` output, BERT's and HF's head) or ``"mean"`` (the
+            mean of the last layer over each pair's real tokens; the pooler is then frozen).
 
     Example:
     >>> import numpy as np
@@ -70,7 +77,9 @@ class BertMultipleChoice(Task):
     ['accuracy', 'loss']
     """
 
-    def __init__(self, backbone, dropout=None, **kwargs):
+    def __init__(self, backbone, dropout=None, pooling="cls", **kwargs):
+        if pooling not in POOLINGS:
+            raise ConfigError(f"pooling={pooling!r}; choose one of {POOLINGS}.")
         rate = backbone.config.dropout if dropout is None else float(dropout)
         fold = FoldChoices(name="fold_choices")
         unfold = UnfoldChoices(name="unfold_choices")
@@ -81,13 +90,19 @@ class BertMultipleChoice(Task):
             dtype=backbone.dtype_policy, name="classifier")
         inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}                                      # (B, C, T)
-        pooled = backbone({name: fold(inputs[name]) for name in INPUT_NAMES})["pooled_output"]
+        folded = {name: fold(inputs[name]) for name in INPUT_NAMES}               # (B·C, T)
+        outputs = backbone(folded)
+        if pooling == "cls":
+            pooled = outputs["pooled_output"]                                   # (B·C, H)
+        else:
+            pooled = mean_pool(outputs["sequence_output"], folded["padding_mask"])
+            backbone.pooler.trainable = False  # feeds nothing: no decay, no missing gradients
         scores = head(head_dropout(pooled))                                     # (B·C, 1)
         logits = ops.cast(unfold(scores, inputs["token_ids"]), "float32")       # (B, C)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.fold_choices, self.unfold_choices = fold, unfold
         self.classifier_dropout, self.classifier = head_dropout, head
-        self.dropout = dropout
+        self.dropout, self.pooling = dropout, pooling
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Defaults: AdamW (lr 2e-5, decay on ≥2-D weights, clip 1.0), softmax cross-entropy over
@@ -108,4 +123,4 @@ class BertMultipleChoice(Task):
         return {"logits": logits, "probabilities": decoded["probabilities"], "ids": decoded["ids"]}
 
     def get_config(self):
-        return {**super().get_config(), "dropout": self.dropout}
+        return {**super().get_config(), "dropout": self.dropout, "pooling": self.pooling}

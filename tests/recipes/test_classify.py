@@ -60,10 +60,11 @@ def test_pooling_follows_the_preset_unless_given(tmp_path):
     # what `kbl pretrain` writes for a run without next-sentence prediction (untrained pooler)
     advised = str(tiny_preset(tmp_path, finetune={"pooling": "mean"}))
     plain = str(tiny_preset(tmp_path))
-    choice = lambda *flags: finetune.preset_choice(parse("classify", *flags), "pooling")  # noqa
-    assert choice("--preset", advised) == "mean"
-    assert choice("--preset", advised, "--pooling", "cls") == "cls"
-    assert choice("--preset", plain) == "cls"
+    for command in ("classify", "pair", "choice"):
+        choice = lambda *flags: finetune.preset_choice(parse(command, *flags), "pooling")  # noqa
+        assert choice("--preset", advised) == "mean"
+        assert choice("--preset", advised, "--pooling", "cls") == "cls"
+        assert choice("--preset", plain) == "cls"
 
 
 def test_classify_run_from_csv_files(tmp_path):
@@ -128,8 +129,10 @@ def test_pair_regression_and_choice_runs(tmp_path):
     mc.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     args = parse("choice", "--train", str(mc), "--valid", str(mc), "--test", str(mc),
                  "--preset", str(tiny_preset(tmp_path)), "--output", str(tmp_path / "mc"),
-                 "--epochs", "1", "--batch-size", "3", "--sequence-length", "16")
+                 "--epochs", "1", "--batch-size", "3", "--sequence-length", "16",
+                 "--pooling", "mean")
     metrics = args.run(args)
     assert 0.0 <= metrics["test"]["accuracy"] <= 1.0
-    assert BertMultipleChoice.from_preset(tmp_path / "mc" / "preset").dropout is None
+    model = BertMultipleChoice.from_preset(tmp_path / "mc" / "preset")
+    assert model.dropout is None and model.pooling == "mean"
     assert read_preset(tmp_path / "mc" / "preset").preprocessor == {"sequence_length": 16}

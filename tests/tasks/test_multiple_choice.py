@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lab import BertBackbone, BertConfig
+from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.presets.convert.huggingface import config_to_hf, load_hf_weights
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
@@ -56,6 +57,21 @@ def test_logits_and_loss_match_transformers():
     ours.compile()
     loss = ours.evaluate(batch, labels, return_dict=True, verbose=0)["loss"]
     assert abs(loss - expected.loss.item()) < 1e-5 * max(1.0, abs(loss))
+
+
+def test_mean_pooling_scores_each_pairs_mean_state():
+    model = BertMultipleChoice(BertBackbone(CONFIG), dropout=0.0, pooling="mean")
+    assert model.pooling == "mean" and not model.backbone.pooler.trainable
+    batch = choice_batch()
+    flat = {k: v.reshape(-1, v.shape[-1]) for k, v in batch.items()}       # (B·C, T)
+    states = to_numpy(model.backbone(flat)["sequence_output"])
+    mask = flat["padding_mask"][..., None].astype("float32")
+    means = (states * mask).sum(axis=1) / mask.sum(axis=1)                 # real tokens only
+    expected = means @ to_numpy(model.classifier.kernel) + to_numpy(model.classifier.bias)
+    np.testing.assert_allclose(to_numpy(model(batch)), expected.reshape(2, 3), atol=1e-5,
+                               rtol=0)
+    with pytest.raises(ConfigError, match="pooling='max'; choose one of"):
+        BertMultipleChoice(BertBackbone(CONFIG), pooling="max")
 
 
 def test_fit_on_a_tiny_batch_reduces_the_loss():
