@@ -42,8 +42,7 @@ def classification(settings, args, problem, num_classes, splits):
     if problem == "multi_label":
         raise ConfigError("--multi-label is not available for GPT presets (GPT-1's head is one "
                           "softmax); use a BERT preset.")
-    if getattr(args, "pooling", "cls") != "cls":
-        raise ConfigError("--pooling applies to BERT presets; a GPT head reads the extract token.")
+    _refuse_pooling(args)
     similarity = args.pair and problem == "regression"
     model = GPTClassifier.from_preset(settings.preset, num_classes=num_classes,
                                       num_sequences=2 if similarity else 1,
@@ -58,13 +57,17 @@ def classification(settings, args, problem, num_classes, splits):
     return model, {name: pack(part) for name, part in splits.items() if part is not None}
 
 
+def _refuse_pooling(args):
+    if getattr(args, "pooling", "cls") != "cls":
+        raise ConfigError("--pooling applies to BERT presets; a GPT head reads the extract token.")
+
+
 def choice(settings, args, splits):
     """``(model, {split: features})`` for ``choice`` with a GPT preset."""
     from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
     from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
 
-    if getattr(args, "pooling", "cls") != "cls":
-        raise ConfigError("--pooling applies to BERT presets; a GPT head reads the extract token.")
+    _refuse_pooling(args)
     model = GPTMultipleChoice.from_preset(settings.preset, lm_loss_weight=args.lm_loss_weight,
                                           dropout=args.dropout)
     packer = GPTTaskPacker(BytePairTokenizer.from_preset(settings.preset), settings.sequence_length)
