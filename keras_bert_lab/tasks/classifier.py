@@ -60,6 +60,21 @@ def check_head_arguments(num_classes, problem, labels):
     return num_classes, labels
 
 
+def check_pooling(pooling):
+    if pooling not in POOLINGS:
+        raise ConfigError(f"pooling={pooling!r}; choose one of {POOLINGS}.")
+
+
+def pool(backbone, outputs, padding_mask, pooling):
+    """A head's input from a backbone's ``outputs``: the pooled ``[CLS]`` state, or the mean of
+    the last layer over the real tokens (the pooler then feeds nothing and is frozen: no decay,
+    no missing gradients)."""
+    if pooling == "cls":
+        return outputs["pooled_output"]
+    backbone.pooler.trainable = False
+    return mean_pool(outputs["sequence_output"], padding_mask)
+
+
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class BertClassifier(Task):
     """Pooled ``[CLS]`` output → dropout → ``Dense(K)``: BERT's classification/regression head.
@@ -111,8 +126,7 @@ class BertClassifier(Task):
     def __init__(self, backbone, num_classes=None, problem="single_label", dropout=None,
                  labels=None, pooling="cls", **kwargs):
         num_classes, labels = check_head_arguments(num_classes, problem, labels)
-        if pooling not in POOLINGS:
-            raise ConfigError(f"pooling={pooling!r}; choose one of {POOLINGS}.")
+        check_pooling(pooling)
         rate = backbone.config.dropout if dropout is None else float(dropout)
         head_dropout = keras.layers.Dropout(rate, dtype=backbone.dtype_policy,
                                             name="classifier_dropout")
@@ -121,11 +135,7 @@ class BertClassifier(Task):
             dtype=backbone.dtype_policy, name="classifier")
         inputs = backbone_inputs()
         outputs = backbone(inputs)
-        if pooling == "cls":
-            pooled = outputs["pooled_output"]                                # (B, H)
-        else:
-            pooled = mean_pool(outputs["sequence_output"], inputs["padding_mask"])
-            backbone.pooler.trainable = False  # feeds nothing: no decay, no missing gradients
+        pooled = pool(backbone, outputs, inputs["padding_mask"], pooling)    # (B, H)
         logits = keras.ops.cast(head(head_dropout(pooled)), "float32")      # (B, K)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.classifier_dropout, self.classifier = head_dropout, head

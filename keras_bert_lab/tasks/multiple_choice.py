@@ -16,12 +16,10 @@ Shapes: ``B`` batch, ``C`` choices, ``T`` tokens, ``H`` hidden.
 import keras
 from keras import ops
 
-from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.layers.common import truncated_normal
-from keras_bert_lab.layers.pooling import mean_pool
 from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone  # noqa: F401 (examples)
 from keras_bert_lab.tasks.base import Task
-from keras_bert_lab.tasks.classifier import POOLINGS, decode_logits
+from keras_bert_lab.tasks.classifier import check_pooling, decode_logits, pool
 from keras_bert_lab.training.optimizers import adamw
 
 
@@ -78,8 +76,7 @@ class BertMultipleChoice(Task):
     """
 
     def __init__(self, backbone, dropout=None, pooling="cls", **kwargs):
-        if pooling not in POOLINGS:
-            raise ConfigError(f"pooling={pooling!r}; choose one of {POOLINGS}.")
+        check_pooling(pooling)
         rate = backbone.config.dropout if dropout is None else float(dropout)
         fold = FoldChoices(name="fold_choices")
         unfold = UnfoldChoices(name="unfold_choices")
@@ -91,12 +88,7 @@ class BertMultipleChoice(Task):
         inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}                                      # (B, C, T)
         folded = {name: fold(inputs[name]) for name in INPUT_NAMES}               # (B·C, T)
-        outputs = backbone(folded)
-        if pooling == "cls":
-            pooled = outputs["pooled_output"]                                   # (B·C, H)
-        else:
-            pooled = mean_pool(outputs["sequence_output"], folded["padding_mask"])
-            backbone.pooler.trainable = False  # feeds nothing: no decay, no missing gradients
+        pooled = pool(backbone, backbone(folded), folded["padding_mask"], pooling)  # (B·C, H)
         scores = head(head_dropout(pooled))                                     # (B·C, 1)
         logits = ops.cast(unfold(scores, inputs["token_ids"]), "float32")       # (B, C)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
