@@ -111,6 +111,9 @@ SIZES = {  # name: (layers, hidden, heads); FFN 4 × hidden; as keras_bert_lab.B
 VOCAB, MAX_POSITIONS, DROPOUT = 30522, 512, 0.1
 BACKENDS = ("tensorflow", "jax", "torch")
 KERAS_IMPLS = ("keras_bert_lab", "keras_hub")
+# Accepted by --impls, not run by default: ours with Keras' own Dropout layer (threefry bits on
+# JAX) in place of layers.common.CounterDropout, to measure what the counter mask gains.
+KERAS_VARIANTS = ("keras_bert_lab_kerasdrop",)
 HF_IMPLS = ("hf_gathered", "hf_every_pos")
 PEERS = ("keras_hub", "hf_gathered", "hf_every_pos")
 JIT = {"tensorflow": False, "jax": True, "torch": False}
@@ -216,6 +219,10 @@ def build_keras(impl, size, backend, recipe):
     try:
         if impl.startswith("keras_bert_lab"):
             from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
+            from keras_bert_lab.layers import common
+
+            if impl.endswith("_kerasdrop"):
+                common.CounterDropout.call = keras.layers.Dropout.call
 
             # benchmarks/gpu.py's variants: "_fused", no attention-probability dropout, so
             # attention takes keras.ops.dot_product_attention's fused path; "_nodrop", no dropout.
@@ -525,7 +532,7 @@ def plan(args):
         by_backend = []
         for backend in args.backends:
             group = [f"{backend}:{impl}:{size}" for impl in args.impls
-                     if impl in KERAS_IMPLS or backend == "torch"]
+                     if impl in KERAS_IMPLS + KERAS_VARIANTS or backend == "torch"]
             if group:
                 by_backend.append(group)
         if args.group_by == "size":
@@ -553,7 +560,8 @@ def main(argv=None):
                         help="comma-separated (default mini,small)")
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--impls", default=",".join(KERAS_IMPLS + HF_IMPLS),
-                        help="subset of keras_bert_lab,keras_hub,hf_gathered,hf_every_pos")
+                        help="subset of keras_bert_lab,keras_hub,hf_gathered,hf_every_pos; "
+                        "also keras_bert_lab_kerasdrop")
     parser.add_argument("--recipes", default="fp32,bf16,accum4,jit,nojit",
                         help="comma-separated subset of fp32 (framework default), bf16 (Keras "
                              "mixed_bfloat16 / torch.autocast bf16), accum<N> (gradient "
@@ -634,7 +642,7 @@ def main(argv=None):
         if b not in BACKENDS:
             parser.error(f"unknown backend {b!r}; choose from {list(BACKENDS)}")
     for i in args.impls:
-        if i not in KERAS_IMPLS + HF_IMPLS:
+        if i not in KERAS_IMPLS + KERAS_VARIANTS + HF_IMPLS:
             parser.error(f"unknown implementation {i!r}")
 
     started = time.time()
@@ -779,7 +787,7 @@ def summarise(results, args, peak):
         row["vs_hf"] = row["seq_s"] / hf[0]["seq_s"] if hf else None
         row["vs_fp32"] = row["seq_s"] / fp32[0]["seq_s"] if fp32 else None
     order = {s: i for i, s in enumerate(SIZES)}
-    impl_order = {i: n for n, i in enumerate(KERAS_IMPLS + HF_IMPLS)}
+    impl_order = {i: n for n, i in enumerate(KERAS_IMPLS + KERAS_VARIANTS + HF_IMPLS)}
     recipe_order = {r: n for n, r in enumerate(args.recipes)}
     rows.sort(key=lambda r: (order[r["size"]], BACKENDS.index(r["backend"]),
                              recipe_order.get(r["recipe"], 99), impl_order[r["impl"]]))
