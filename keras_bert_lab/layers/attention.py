@@ -111,10 +111,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return output if cache is None else (output, cache)
 
     def _explicit_attention(self, q, k, v, mask, training):
-        scores = ops.einsum("btnd,bsnd->bnts", q, k)  # (B, N, T, S)
-        scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        # The scale goes on q (B, T, N, D) and the mask is added as a (B, 1, T|1, S) bias: two
+        # fewer passes over the (B, N, T, S) scores, forward and backward, than scaling and
+        # selecting the scores themselves.
+        q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
+        scores = ops.cast(ops.einsum("btnd,bsnd->bnts", q, k), "float32")  # (B, N, T, S)
         if mask is not None:
-            scores = ops.where(mask, scores, -1e9)
+            scores = scores + ops.where(mask, 0.0, -1e9)
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.dropout_layer(probs, training=training)
         return ops.einsum("bnts,bsnd->btnd", probs, v)  # (B, T, N, D)

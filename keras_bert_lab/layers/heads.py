@@ -52,9 +52,15 @@ class MaskedLMHead(keras.layers.Layer):
                                            initializer="zeros")
 
     def call(self, sequence_output, mask_positions):
-        # (B, T, H) gathered at (B, P) -> (B, P, H)
-        positions = ops.cast(mask_positions, "int32")[:, :, None]
-        x = ops.take_along_axis(sequence_output, positions, axis=1)
+        # (B, T, H) gathered at (B, P) -> (B, P, H), as rows of the flattened (B·T, H): one gather
+        # whose gradient adds rows back. ``take_along_axis`` broadcasts the indices to (B, P, H)
+        # and, on TensorFlow, transposes the whole (B, T, H) output forward and back.
+        shape = ops.shape(sequence_output)
+        # Clipped so that a bad position cannot reach into the next sequence's rows.
+        positions = ops.clip(ops.cast(mask_positions, "int32"), 0, shape[1] - 1)
+        rows = positions + ops.arange(shape[0], dtype="int32")[:, None] * shape[1]
+        x = ops.take(ops.reshape(sequence_output, (-1, shape[-1])), ops.reshape(rows, (-1,)), axis=0)
+        x = ops.reshape(x, (shape[0], ops.shape(positions)[1], shape[-1]))
         x = self.norm(self.transform(x))
         embeddings = ops.cast(ops.convert_to_tensor(self.token_embedding.embeddings), self.compute_dtype)  # (V, H)
         logits = tied_logits(x, embeddings)  # (B, P, V)

@@ -88,3 +88,22 @@ def test_embedding_sums_three_tables():
               + to_numpy(layer.position_embedding)[:3])
     normed = (summed - summed.mean(-1, keepdims=True)) / np.sqrt(summed.var(-1, keepdims=True) + 1e-12)
     np.testing.assert_allclose(out[0], normed, atol=1e-5)
+
+
+def test_masked_lm_head_gathers_each_sequence_own_positions():
+    from keras_bert_lab.layers.heads import MaskedLMHead
+
+    embedding = keras.layers.Embedding(11, 4)
+    embedding.build((None,))
+    head = MaskedLMHead(embedding)
+    sequence = np.random.default_rng(0).normal(size=(3, 5, 4)).astype("float32")
+    positions = np.array([[0, 4], [2, 2], [4, 1]])
+    logits = to_numpy(head(sequence, positions))
+    # The same head on each picked vector alone, as a one-token sequence.
+    for b in range(3):
+        for p in range(2):
+            alone = to_numpy(head(sequence[b:b + 1, positions[b, p]][:, None], np.zeros((1, 1))))
+            np.testing.assert_allclose(logits[b, p], alone[0, 0], rtol=1e-5, atol=1e-6)
+    # A position past the end stays within its own sequence (its last token), not the next one.
+    past_end = to_numpy(head(sequence, np.array([[5, 0], [0, 0], [0, 0]])))
+    np.testing.assert_allclose(past_end[0, 0], logits[0, 1], rtol=1e-5, atol=1e-6)
