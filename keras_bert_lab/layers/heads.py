@@ -59,8 +59,8 @@ class MaskedLMHead(keras.layers.Layer):
         # Clipped so that a bad position cannot reach into the next sequence's rows.
         positions = ops.clip(ops.cast(mask_positions, "int32"), 0, shape[1] - 1)
         rows = positions + ops.arange(shape[0], dtype="int32")[:, None] * shape[1]
-        x = ops.take(ops.reshape(sequence_output, (-1, shape[-1])), ops.reshape(rows, (-1,)), axis=0)
-        x = ops.reshape(x, (shape[0], ops.shape(positions)[1], shape[-1]))
+        flat = ops.reshape(sequence_output, (-1, shape[-1]))
+        x = ops.reshape(ops.take(flat, ops.reshape(rows, (-1,)), axis=0), (shape[0], -1, shape[-1]))
         x = self.norm(self.transform(x))
         embeddings = ops.cast(ops.convert_to_tensor(self.token_embedding.embeddings), self.compute_dtype)  # (V, H)
         logits = tied_logits(x, embeddings)  # (B, P, V)
