@@ -18,9 +18,9 @@ and the script checks that its products add up to them.
 
 - ``--task step``: one training step of ``--size`` (default BERT-small), batch 32 × 128, 20
   masked positions: each dense layer's forward product and its two gradient products
-  (dX = dY·Wᵀ, dW = Xᵀ·dY, read transposed in place), attention's two batched products and their
-  four gradients (per sequence and head, the most favourable layout), the masked-LM transform
-  and decoder at the gathered positions, the pooler and the next-sentence layer.
+  (dX = dY·Wᵀ, dW = Xᵀ·dY, read transposed in place), attention's two batched products and
+  their four gradients (per sequence and head, the most favourable layout), the masked-LM
+  transform and decoder at the gathered positions, the pooler and the next-sentence layer.
 - ``--task inference``: a BERT-base forward pass, batch 32 × 128 (the blocks' products only).
 
 Usage::
