@@ -20,7 +20,7 @@ and the script checks that its products add up to them.
   masked positions: each dense layer's forward product and its two gradient products
   (dX = dY·Wᵀ, dW = Xᵀ·dY, read transposed in place), attention's two batched products and
   their four gradients (per sequence and head, the most favourable layout), the masked-LM
-  transform and decoder at the gathered positions, the pooler and the next-sentence layer.
+  transform and the decoder (tied to the token embedding) at the gathered positions, the pooler and the next-sentence layer.
 - ``--task inference``: a BERT-base forward pass, batch 32 × 128 (the blocks' products only).
 
 Usage::
@@ -81,9 +81,12 @@ def products(task, size, batch=32, length=128, masks=20):
               ("attention (batched)", layers,
                attention(batch * heads, length, hidden // heads, backward))]
     if task == "step":
+        rows = batch * masks
         groups += [("masked-LM transform and decoder", 1,
-                    dense(batch * masks, hidden, hidden, True)
-                    + dense(batch * masks, hidden, VOCAB, True)),
+                    dense(rows, hidden, hidden, True)
+                    # the decoder is the token embedding E (V, H), tied: x·Eᵀ, dY·E, dYᵀ·x
+                    + [(1, rows, hidden, VOCAB, False, True), (1, rows, VOCAB, hidden, False, False),
+                       (1, VOCAB, rows, hidden, True, False)]),
                    ("pooler and next-sentence", 1,
                     dense(batch, hidden, hidden, True) + dense(batch, hidden, 2, True))]
     listed = [(name, count, shape) for name, count, shapes in groups for shape in shapes]
