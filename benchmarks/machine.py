@@ -20,25 +20,30 @@ def own_seconds():
     return t.user + t.system
 
 
+def best_seconds(fn, reps):
+    """The shortest of ``reps`` timed calls of ``fn``, after one untimed call (the compile)."""
+    import time
+
+    fn()
+    times = []
+    for _ in range(reps):
+        began = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - began)
+    return min(times)
+
+
 def matmul_ceilings(sizes=(2048, 4096), reps=3, libraries=None):
     """``{"<library> <n>": GFLOP/s}``: the best of ``reps`` float32 ``n × n`` matmuls (after a
     warm-up that compiles) in numpy, torch, jax and tensorflow — each one installed, or those
     named in ``libraries``. The machine's fp32 matmul ceiling is the highest value."""
-    import time
-
     import numpy as np
 
     libraries = libraries or ("numpy", "torch", "jax", "tensorflow")
     results = {}
 
     def best(fn, n):
-        fn()
-        times = []
-        for _ in range(reps):
-            began = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - began)
-        return 2 * n ** 3 / min(times) / 1e9
+        return 2 * n ** 3 / best_seconds(fn, reps) / 1e9
 
     for n in sizes:
         a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)

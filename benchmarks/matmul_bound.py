@@ -40,14 +40,15 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from benchmarks.inference import forward_flops  # noqa: E402
+from benchmarks.inference import HEADS, HIDDEN, LAYERS, forward_flops  # noqa: E402
+from benchmarks.machine import best_seconds, matmul_ceilings  # noqa: E402
 from benchmarks.train_step import SIZES, VOCAB, step_flops  # noqa: E402
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def dense(rows, fan_in, fan_out, backward):
-    """``(group, batch, m, k, n, transpose_a, transpose_b)`` of a dense layer's products."""
+    """``(batch, m, k, n, transpose_a, transpose_b)`` of a dense layer's products."""
     shapes = [(1, rows, fan_in, fan_out, False, False)]
     if backward:
         shapes += [(1, rows, fan_out, fan_in, False, True),   # dX = dY · Wᵀ
@@ -69,7 +70,7 @@ def attention(batch_heads, length, depth, backward):
 def products(task, size, batch=32, length=128, masks=20):
     """``([(group, count, (b, m, k, n, ta, tb))], FLOPs the benchmarks count)``."""
     if task == "inference":
-        layers, hidden, heads, backward = 12, 768, 12, False
+        layers, hidden, heads, backward = LAYERS, HIDDEN, HEADS, False
         counted = forward_flops(batch, length)
     else:
         (layers, hidden, heads), backward = SIZES[size], True
@@ -97,9 +98,8 @@ def products(task, size, batch=32, length=128, masks=20):
 
 
 def timer(backend):
-    """``run(shape, reps) -> best seconds`` of one product of that shape in ``backend``."""
-    import time
-
+    """``best(shape, reps) -> seconds``: the best time of one product of that shape in
+    ``backend``."""
     import numpy as np
 
     def operands(b, m, k, n, ta, tb):
@@ -139,22 +139,10 @@ def timer(backend):
                     return torch.matmul(a, w)
             return run
 
-    def best(shape, reps):
-        run = prepare(shape)
-        run()
-        times = []
-        for _ in range(reps):
-            began = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - began)
-        return min(times)
-
-    return best
+    return lambda shape, reps: best_seconds(prepare(shape), reps)
 
 
 def worker(backend, task, size, reps):
-    from benchmarks.machine import matmul_ceilings
-
     listed, counted = products(task, size)
     best = timer(backend)
     groups, seconds = {}, 0.0
@@ -162,9 +150,8 @@ def worker(backend, task, size, reps):
         took = count * best(shape, reps)
         groups[name] = groups.get(name, 0.0) + took
         seconds += took
-    ceilings = matmul_ceilings(libraries=(backend,))
     return {"backend": backend, "seconds": seconds, "groups": groups, "flops": counted,
-            "ceiling": max(ceilings.values()), "ceilings": ceilings}
+            "ceiling": max(matmul_ceilings(libraries=(backend,)).values())}
 
 
 def main():
