@@ -541,7 +541,7 @@ def _(env, work, patch):
 
 @case("pretraining killed after a checkpoint, then resumed: log.csv holds each step once")
 def _(env, work):
-    from keras_bert_lab.recipes.pretrain import PretrainSettings, run
+    from keras_bert_lab.models.bert.pretrain import PretrainSettings, run
 
     settings = PretrainSettings(corpus=(str(env["files"] / "corpus.txt"),), eval_corpus=None,
                                 vocabulary=str(env["vocab"]), size="tiny", sequence_length=32,
@@ -569,7 +569,7 @@ def _(env, work):
 
 @case("disk full at the first checkpoint of kbl pretrain: one line, no .tmp left")
 def _(env, work, patch):
-    from keras_bert_lab.recipes.pretrain import PretrainSettings, run
+    from keras_bert_lab.models.bert.pretrain import PretrainSettings, run
 
     settings = PretrainSettings(corpus=(str(env["files"] / "corpus.txt"),), eval_corpus=None,
                                 vocabulary=str(env["vocab"]), size="tiny", sequence_length=32,

@@ -7,7 +7,7 @@ import pytest
 
 from keras_bert_lab.cli import main
 from tests.conftest import locate_or_skip
-from tests.recipes.test_gpt_finetune import gpt_preset  # noqa: F401
+from tests.models.gpt.test_finetune import gpt_preset  # noqa: F401
 
 
 def test_generate_continues_prompts_the_same_with_and_without_the_cache(gpt_preset, capsys):  # noqa: F811
@@ -24,11 +24,11 @@ def test_generate_continues_prompts_the_same_with_and_without_the_cache(gpt_pres
 
 
 def test_generate_refuses_a_bert_preset_and_an_empty_prompt(gpt_preset, tmp_path, capsys):  # noqa: F811
-    from keras_bert_lab.models.bert import BertBackbone
+    from keras_bert_lab.models.bert.backbone import BertBackbone
     BertBackbone("tiny").save_to_preset(tmp_path / "bert", vocabulary=[f"t{i}" for i in
                                                                        range(30522)])
     assert main(["generate", "--preset", str(tmp_path / "bert"), "--prompt", "a"]) == 2
-    assert "not a GPT preset" in capsys.readouterr().err
+    assert "is a BERT preset; generation needs a left-to-right decoder" in capsys.readouterr().err
     assert main(["generate", "--preset", str(gpt_preset / "preset"), "--prompt", " "]) == 2
     assert "has no tokens" in capsys.readouterr().err
 

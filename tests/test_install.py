@@ -29,7 +29,7 @@ import keras_bert_lab
 from keras_bert_lab import BertBackbone, BertClassifier
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.presets import list_presets, resolve_preset
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 assert pathlib.Path(keras_bert_lab.__file__).is_relative_to(sys.argv[1]), keras_bert_lab.__file__
 assert "minilm_l6_en_uncased" in list_presets()
 path = BertBackbone("tiny").save_to_preset(sys.argv[2], vocabulary=locate("bert_uncased_vocab"))

@@ -155,7 +155,7 @@ tutorial.table("google_analogies", ["section", "correct", "used", "accuracy"], r
 # ## word2vec, trained here
 #
 # GloVe fits its rows to a corpus-wide co-occurrence matrix. word2vec's skip-gram learns rows
-# by predicting each word's neighbours, with negative sampling; `keras_bert_lab.recipes.word2vec`
+# by predicting each word's neighbours, with negative sampling; `keras_bert_lab.models.word2vec.pretrain`
 # trains it with `model.fit` on the chosen backend (see `kbl word2vec --help`). In full mode it
 # reads WikiText-2's training split with the settings of word2vec.c's defaults that
 # `benchmarks/word2vec.py` also uses; in smoke mode a few hundred paragraphs for one epoch.
@@ -164,7 +164,7 @@ tutorial.table("google_analogies", ["section", "correct", "used", "accuracy"], r
 import time
 
 from keras_bert_lab.data import registry
-from keras_bert_lab.recipes.word2vec import Word2VecSettings, run
+from keras_bert_lab.models.word2vec.pretrain import Word2VecSettings, run
 from keras_bert_lab.vectors import read_text
 
 common = dict(window=5, negatives=5, sample=1e-3, subsampling="word2vec.c",

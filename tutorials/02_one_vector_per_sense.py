@@ -37,8 +37,9 @@ tutorial = _common.start("02_one_vector_per_sense", data=["glove_6b_50d", "wordn
 # %%
 import numpy as np
 
-from keras_bert_lab.features import BertWordFeatures, StaticWordFeatures
-from keras_bert_lab.recipes import word_sense as ws
+from keras_bert_lab.models.bert.word_features import BertWordFeatures
+from keras_bert_lab.features import StaticWordFeatures
+from keras_bert_lab.studies import word_sense as ws
 from keras_bert_lab.vectors import load_glove
 
 sentences = ["He picked up a stick.", "Stick to the plan.", "The glue won't stick."]
@@ -101,7 +102,7 @@ tutorial.show(path, "One GloVe vector, a different MiniLM vector in each sentenc
 #
 # ## Do the contextual vectors know the senses? The word-sense experiment
 #
-# `keras_bert_lab.recipes.word_sense` turns this into a measurement without training anything.
+# `keras_bert_lab.studies.word_sense` turns this into a measurement without training anything.
 # The data are Princeton WordNet 3.0's example sentences, each written to illustrate one
 # sense (a *synset*) of a word; a coarser sense is the synset's *supersense*
 # (`noun.artifact` for a stick of wood, `verb.contact` for sticking a stamp on). Each occurrence

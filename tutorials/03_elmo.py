@@ -47,11 +47,11 @@ from keras_bert_lab import ElmoBiLM, ElmoLanguageModel
 from keras_bert_lab.data import registry
 from keras_bert_lab.data.corpora import load_corpus
 from keras_bert_lab.data.labelled import load_dataset
-from keras_bert_lab.features import ElmoWordFeatures
+from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
 from keras_bert_lab.layers.scalar_mix import ScalarMix
 from keras_bert_lab.preprocessing.characters import character_ids
-from keras_bert_lab.recipes import elmo_pretrain
-from keras_bert_lab.recipes import word_sense as ws
+from keras_bert_lab.models.elmo import pretrain as elmo_pretrain
+from keras_bert_lab.studies import word_sense as ws
 
 tutorial.eager_in_smoke()
 SIZE = tutorial.size(
@@ -116,7 +116,7 @@ tutorial.table("fixture_parity", ["what", "compared with the original's", "value
 # %% [markdown]
 # ## Pretraining a biLM on WikiText-2
 #
-# `kbl pretrain --model elmo` (the recipe `keras_bert_lab.recipes.elmo_pretrain`) trains the two
+# `kbl pretrain --model elmo` (the recipe `keras_bert_lab.models.elmo.pretrain`) trains the two
 # language models at once, as §3.1 of the paper does: word-level text, each sentence between
 # `<S>` and `</S>`, cut into blocks; one softmax shared by both directions, over the words seen
 # at least 3 times (rarer ones are `<UNK>` to the softmax but keep their spelling for the CNN).

@@ -57,15 +57,16 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from keras_bert_lab.data.labelled import load_dataset
 from keras_bert_lab.data.labels import LabelVocabulary
-from keras_bert_lab.layers.awd import ConcatPooling
-from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
-from keras_bert_lab.models.awd_lstm_config import DROPOUT_FIELDS, AwdLstmConfig
+from keras_bert_lab.models.awd_lstm.layers import ConcatPooling
+from keras_bert_lab.models.awd_lstm.backbone import AwdLstmBackbone
+from keras_bert_lab.models.awd_lstm.config import DROPOUT_FIELDS, AwdLstmConfig
 from keras_bert_lab.pipelines.batches import batches
 from keras_bert_lab.presets.registry import read_preset
-from keras_bert_lab.recipes import awd_pretrain
-from keras_bert_lab.recipes.awd_tasks import pack_words, tokenizer_of
-from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
-from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
+from keras_bert_lab.models.awd_lstm import pretrain as awd_pretrain
+from keras_bert_lab.models.awd_lstm.finetune import pack_words
+from keras_bert_lab.preprocessing.word_tokenizer import WordTokenizer
+from keras_bert_lab.models.awd_lstm.language_model import AwdLstmLanguageModel
+from keras_bert_lab.models.awd_lstm.ulmfit_classifier import UlmfitClassifier
 from keras_bert_lab.training.finetune import fit_best_epoch, learning_rate_schedule
 from keras_bert_lab.training.optimizers import adamw
 from keras_bert_lab.training.run import read_rows
@@ -149,7 +150,7 @@ tutorial.show(path, "ULMFiT's three stages: the same embedding and LSTMs through
 # %% [markdown]
 # ## Stage 1: the general-domain language model
 #
-# `kbl pretrain --model awd-lstm` (the recipe `keras_bert_lab.recipes.awd_pretrain`) builds a
+# `kbl pretrain --model awd-lstm` (the recipe `keras_bert_lab.models.awd_lstm.pretrain`) builds a
 # word vocabulary on the training text, lays the text out for truncated back-propagation through
 # time (the stream cut into `batch` contiguous rows; every batch continues the one before, the
 # LSTM states carried across) and trains the AWD-LSTM to predict every next word: AdamW with
@@ -280,7 +281,7 @@ tutorial.show(path, "The two language-model stages: training perplexity, held-ou
 
 # %%
 rotten = load_dataset("rotten_tomatoes")
-tokenizer = tokenizer_of(preset)
+tokenizer = WordTokenizer.from_preset(preset)
 classifier_dropouts = {f: getattr(AwdLstmConfig().with_dropouts("ulmfit", drop_mult=0.5), f)
                        for f in DROPOUT_FIELDS}
 print("classifier dropouts:", classifier_dropouts)

@@ -41,8 +41,8 @@ from keras_bert_lab.data.labelled import load_dataset
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.pipelines.batches import batches
 from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
-from keras_bert_lab.preprocessing.gpt import GPTTaskPacker
-from keras_bert_lab.recipes import language_model
+from keras_bert_lab.models.gpt.preprocessor import GPTTaskPacker
+from keras_bert_lab.models.gpt import pretrain as language_model
 from keras_bert_lab.training.finetune import fit_best_epoch
 
 tutorial.eager_in_smoke()
@@ -58,7 +58,7 @@ print(SIZE)
 # %% [markdown]
 # ## Pretraining GPT-mini on WikiText-2
 #
-# `kbl pretrain --model gpt` (the recipe `keras_bert_lab.recipes.language_model`) learns a
+# `kbl pretrain --model gpt` (the recipe `keras_bert_lab.models.gpt.pretrain`) learns a
 # byte-pair vocabulary on the training text (GPT-1 used 40,000 merges on BooksCorpus; here a few
 # thousand), cuts the text into blocks and trains the decoder to predict every next token —
 # AdamW, a linear warm-up then a cosine decay, as §4.1 of the paper. GPT-1 trained for 100 epochs

@@ -46,17 +46,18 @@ from keras_bert_lab.data import conll, registry
 from keras_bert_lab.data.corpora import load_corpus
 from keras_bert_lab.data.labelled import load_dataset
 from keras_bert_lab.data.splits import split_indices
-from keras_bert_lab.features import BertWordFeatures, FeatureCache, write_cache
+from keras_bert_lab.models.bert.word_features import BertWordFeatures
+from keras_bert_lab.features import FeatureCache, write_cache
 from keras_bert_lab.layers.pooling import mean_pool
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.pipelines.batches import batches
 from keras_bert_lab.pipelines.language_model import lm_blocks, lm_dataset
 from keras_bert_lab.pipelines.pretraining import pretraining_dataset, tokenize_corpus
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 from keras_bert_lab.preprocessing.masking import MaskedLMMasker
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.preprocessing.wordpiece_trainer import train_vocabulary
-from keras_bert_lab.recipes.features import train_row
+from keras_bert_lab.studies.feature_tables import train_row
 from keras_bert_lab.training.callbacks import StepLog
 from keras_bert_lab.training.finetune import fit_best_epoch
 from keras_bert_lab.training.optimizers import adamw

@@ -46,8 +46,8 @@ from keras_bert_lab.data.registry import locate
 from keras_bert_lab.metrics.classification import spearman
 from keras_bert_lab.pipelines.pretraining import TokenizedCorpus, create_instances
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
-from keras_bert_lab.recipes import pretrain
-from keras_bert_lab.tasks.pretraining import BertPretrainer
+from keras_bert_lab.models.bert import pretrain
+from keras_bert_lab.models.bert.pretrainer import BertPretrainer
 
 tutorial.eager_in_smoke()
 SIZE = tutorial.size(
@@ -194,7 +194,7 @@ tutorial.table("corpora", ["corpus", "documents", "sentences", "its first docume
 # %% [markdown]
 # ## Pretraining a small BERT on each
 #
-# `kbl pretrain` (the recipe `keras_bert_lab.recipes.pretrain`) streams masked, packed pairs
+# `kbl pretrain` (the recipe `keras_bert_lab.models.bert.pretrain`) streams masked, packed pairs
 # from a corpus and trains `BertPretrainer`: the backbone with a masked-LM head and a
 # next-sentence head (a dense layer on the pooled `[CLS]` state), their two cross-entropies
 # added, AdamW with a linear warm-up and decay. Every few steps it scores fixed held-out batches

@@ -30,7 +30,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from keras_bert_lab import BertBackbone
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 
 PRESET = "minilm_l6_en_uncased"
 backbone = BertBackbone.from_preset(PRESET)
@@ -108,7 +108,7 @@ tutorial.show(path, "Token + segment + position embeddings of MiniLM, first 32 d
 # counts them from the shapes alone; building the model and asking Keras checks the formula.
 
 # %%
-from keras_bert_lab.models.bert_config import BertConfig
+from keras_bert_lab.models.bert.config import BertConfig
 
 sizes = {"BERT-Base": BertConfig.from_size("base"), "BERT-Large": BertConfig.from_size("large"),
          "MiniLM-L6 (this preset)": config}

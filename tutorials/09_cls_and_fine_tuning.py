@@ -44,7 +44,7 @@ from keras_bert_lab.data import conll, labelled, registry
 from keras_bert_lab.data.splits import split_indices
 from keras_bert_lab.data.squad import read_squad
 from keras_bert_lab.pipelines.batches import batches
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 from keras_bert_lab.preprocessing.span_qa import SpanQAPreprocessor
 from keras_bert_lab.preprocessing.tagging import TaggingPreprocessor
 from keras_bert_lab.training.finetune import fit_best_epoch
@@ -258,7 +258,8 @@ tutorial.table("shapes", ["shape", "task model", "input", "head reads", "output"
 # %%
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.metrics.squad import squad_scores
-from keras_bert_lab.recipes import ner, squad as squad_recipe
+from keras_bert_lab.commands.finetune import ner
+from keras_bert_lab.commands.finetune import squad as squad_recipe
 
 results = {}
 
@@ -449,7 +450,7 @@ from keras_bert_lab.metrics.classification import pearson, spearman
 from keras_bert_lab.tasks.base import backbone_inputs
 
 backbone = BertBackbone.from_preset(PRESET)        # a fresh copy: not the fine-tuned ones
-inputs = backbone_inputs()
+inputs = backbone_inputs(backbone)
 out = backbone(inputs)
 readers = keras.Model(inputs, {
     "cls": out["sequence_output"][:, 0, :],                                   # C, raw

@@ -39,9 +39,10 @@ from matplotlib.patches import Rectangle
 
 from keras_bert_lab.data import conll, registry
 from keras_bert_lab.data.splits import split_indices
-from keras_bert_lab.features import BertWordFeatures, FeatureCache, write_cache
+from keras_bert_lab.models.bert.word_features import BertWordFeatures
+from keras_bert_lab.features import FeatureCache, write_cache
 from keras_bert_lab.metrics.entities import entity_scores
-from keras_bert_lab.recipes.features import train_row
+from keras_bert_lab.studies.feature_tables import train_row
 from keras_bert_lab.tasks.feature_tagger import combination
 
 PRESET = "minilm_l6_en_uncased"

@@ -56,12 +56,13 @@ from keras_bert_lab.data.corpora import load_corpus
 from keras_bert_lab.data.labelled import load_dataset
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.pipelines.batches import batches
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
-from keras_bert_lab.preprocessing.gpt import GPTTaggingPreprocessor, GPTTaskPacker
+from keras_bert_lab.models.gpt.preprocessor import GPTTaggingPreprocessor, GPTTaskPacker
 from keras_bert_lab.preprocessing.tagging import TaggingPreprocessor
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
-from keras_bert_lab.recipes import language_model, pretrain
+from keras_bert_lab.models.gpt import pretrain as language_model
+from keras_bert_lab.models.bert import pretrain
 from keras_bert_lab.training.finetune import fit_best_epoch
 from keras_bert_lab.training.run import read_rows
 

@@ -6,7 +6,7 @@ data (SWAG, BERT §4.4) is a context with C candidate continuations and the inde
 one. This module reads such tables from CSV, TSV or JSONL files with named columns, turns class
 names into ids with a :class:`~keras_bert_lab.data.labels.LabelVocabulary`, and loads the
 registry's ``labelled`` sets (Rotten Tomatoes polarity, the STS Benchmark) by their file format.
-Packing texts into BERT inputs is :class:`keras_bert_lab.preprocessing.bert.BertTextPreprocessor`'s
+Packing texts into BERT inputs is :class:`keras_bert_lab.models.bert.preprocessor.BertTextPreprocessor`'s
 job.
 
 Every problem in a file is a ``DataError`` naming the file, the line and the fix: a missing

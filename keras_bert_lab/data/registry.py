@@ -18,7 +18,7 @@ reader needs:
 - ``analogies`` and ``word_pairs``: evaluation sets for word vectors (the Google analogy
   questions; human similarity judgements), read by :mod:`keras_bert_lab.vectors.evaluate`;
 - ``senses``: sense-annotated example sentences (WordNet 3.0's examples), read by
-  :mod:`keras_bert_lab.recipes.word_sense`;
+  :mod:`keras_bert_lab.studies.word_sense`;
 - ``vocabulary`` and ``model``: files that presets and tokenizers use directly.
 
 Packages are found with ``importlib.util.find_spec`` (never a hard-coded site-packages path); a
@@ -167,7 +167,7 @@ SOURCES = {
         description="Princeton WordNet 3.0 in its release layout (data.*, index.*, lexnames, "
                     "*.exc); about 48,000 example sentences in the glosses, each illustrating "
                     "its synset — read as sense-annotated occurrences by "
-                    "keras_bert_lab.recipes.word_sense.read_wordnet_examples."),
+                    "keras_bert_lab.studies.word_sense.read_wordnet_examples."),
     # ---- labelled data for fine-tuning ----
     "rotten_tomatoes": Source(
         kind="labelled", options={"format": "sentiment_scores", "split": (0.8, 0.1, 0.1),

@@ -25,10 +25,9 @@ import re
 
 import keras
 
+from keras_bert_lab import families
 from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.models.bert_config import BertConfig
 from keras_bert_lab.models.config import ModelConfig
-from keras_bert_lab.models.gpt_config import GPTConfig
 
 BATCH, MODEL = "batch", "model"  # the mesh axis names: data parallel, tensor parallel
 REPLICATED = ()  # a layout that keeps every dimension whole, whatever the variable's rank
@@ -40,7 +39,7 @@ MIN_SHARDED_SIZE = 1 << 14
 _NOT_AN_OUTPUT = r"(?<!/output)"
 
 
-def _block_rules(block):
+def block_rules(block):
     """Megatron's split of one Transformer block; ``block`` is the regex of its layer names."""
     return [
         (f"{block}/attention/qkv/kernel", (None, None, MODEL, None)),  # (H, 3, N, D): by heads
@@ -53,25 +52,9 @@ def _block_rules(block):
 
 
 def backbone_rules(config):
-    """``[(path regex, axes)]`` for the backbone a config describes (BERT or GPT)."""
-    if isinstance(config, BertConfig):
-        return [
-            ("embeddings/token_embedding/embeddings", (None, MODEL)),  # (V, H): by hidden
-            ("embeddings/segment_embedding/embeddings", (None, MODEL)),  # (2, H)
-            ("embeddings/position_embedding", (None, MODEL)),  # (P, H)
-            *_block_rules(r"encoder_layer_\d+"),
-            ("pooler/(?:kernel|bias)", REPLICATED),  # (H, H): [CLS] only, cheap to replicate
-        ]
-    if isinstance(config, GPTConfig):
-        return [
-            ("embeddings/token_embedding/embeddings", (None, MODEL)),  # (V, H), tied to the head
-            ("embeddings/position_embedding", (None, MODEL)),  # (P, H)
-            *_block_rules(r"decoder_layer_\d+"),
-        ]
-    raise ConfigError(
-        f"No layout map for a backbone with a {type(config).__name__}: model parallelism covers "
-        "the Transformer backbones (BertConfig, GPTConfig). Train this model data-parallel "
-        "(distribution_for('data')).")
+    """``[(path regex, axes)]`` for the backbone a config describes: its family's rules
+    (``models/<family>/layout.py``, found through :mod:`keras_bert_lab.families`)."""
+    return families.family_of(config).layout_rules(config)
 
 
 def _backbone_of(model):
@@ -124,7 +107,7 @@ def layout_map(model, mesh, check=True):
 
     Example:
     >>> import keras
-    >>> from keras_bert_lab.models.bert import BertBackbone
+    >>> from keras_bert_lab.models.bert.backbone import BertBackbone
     >>> mesh = keras.distribution.DeviceMesh((1, 2), ("batch", "model"), devices=["cpu:0", "cpu:1"])
     >>> rules = layout_map(BertBackbone("tiny"), mesh)
     >>> rules["encoder_layer_1/attention/qkv/kernel"].axes

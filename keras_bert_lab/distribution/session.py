@@ -58,7 +58,7 @@ def distributed(kind, model=None, batch_sizes=(), tensorflow=None):
         batch_sizes: global batch sizes the run will use; each must split over the batch axis.
         tensorflow: on the TensorFlow backend, ``tensorflow(batch_sizes)`` gives the context
             that data parallelism runs in (the recipes pass
-            :func:`keras_bert_lab.recipes.mirrored.mirrored`: this package stays free of
+            :func:`keras_bert_lab.commands.mirrored.mirrored`: this package stays free of
             TensorFlow).
 
     Yields the ``keras.distribution.Distribution`` (``None`` without ``kind``; on TensorFlow,

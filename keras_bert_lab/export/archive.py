@@ -5,7 +5,7 @@ starts a TensorFlow process for it when the caller runs JAX or PyTorch). The tas
 its preset — weights are stored backend-free, so a model trained on any backend comes back
 bit-identical — and a ``keras.export.ExportArchive`` writes its forward pass together with the
 in-graph text preprocessing (:mod:`keras_bert_lab.export.tokenizer`) and the decoding of
-:func:`keras_bert_lab.tasks.classifier.decode_logits` as serving functions. Only core TensorFlow
+:func:`keras_bert_lab.models.bert.classifier.decode_logits` as serving functions. Only core TensorFlow
 ops end up in the graph: the result loads with ``tf.saved_model.load`` where neither Keras,
 tensorflow-text nor keras_bert_lab is installed.
 
@@ -17,9 +17,15 @@ import tensorflow as tf
 
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.export.tokenizer import GraphPreprocessor
-from keras_bert_lab.models.bert import INPUT_NAMES
-from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
-from keras_bert_lab.tasks.classifier import BertClassifier
+from keras_bert_lab.presets.registry import read_preset
+
+def classifier_of(preset):
+    """``(classifier, tokenizer)`` of a classifier preset, of the preset's family (the registry's
+    ``classify`` task and tokenizer), in float32 whatever the global policy."""
+    family = read_preset(preset, verify=False).family
+    return (family.task("classify").from_preset(preset, dtype="float32"),
+            family.tokenizer_class.from_preset(preset))
+
 
 def class_names(model):
     """The class names the export returns: the model's labels, else ``"0"``, ``"1"``, …"""
@@ -73,8 +79,9 @@ def build_archive(preset, sequence_length, pair):
     if keras.backend.backend() != "tensorflow":
         raise ConfigError("build_archive runs under KERAS_BACKEND=tensorflow; call "
                           "keras_bert_lab.export.export_saved_model, which starts one.")
-    model = BertClassifier.from_preset(preset, dtype="float32")  # whatever the policy
-    preprocessor = GraphPreprocessor(WordPieceTokenizer.from_preset(preset), sequence_length)
+    model, tokenizer = classifier_of(preset)
+    input_names = model.backbone.input_names
+    preprocessor = GraphPreprocessor(tokenizer, sequence_length)
     names = class_names(model)
 
     def outputs(features):
@@ -105,9 +112,9 @@ def build_archive(preset, sequence_length, pair):
                              input_signature=signature)
     archive.add_endpoint(
         "serve_ids", lambda token_ids, segment_ids, padding_mask: outputs(
-            dict(zip(INPUT_NAMES, (token_ids, segment_ids, padding_mask)))),
+            dict(zip(input_names, (token_ids, segment_ids, padding_mask)))),
         input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
-                         for name in INPUT_NAMES])
+                         for name in input_names])
     return archive, model
 
 
@@ -123,6 +130,8 @@ def write_saved_model(preset, directory, sequence_length, pair):
     return {"problem": model.problem, "labels": class_names(model),
             "num_classes": model.num_classes, "pooling": model.pooling,
             "signatures": {"serve": {"inputs": inputs, "outputs": outputs},
-                           "serve_ids": {"inputs": list(INPUT_NAMES), "outputs": outputs},
-                           "preprocess": {"inputs": inputs, "outputs": list(INPUT_NAMES)}},
+                           "serve_ids": {"inputs": list(model.backbone.input_names),
+                                         "outputs": outputs},
+                           "preprocess": {"inputs": inputs,
+                                          "outputs": list(model.backbone.input_names)}},
             "tensorflow_version": tf.__version__}

@@ -75,19 +75,16 @@ def write_onnx(preset, directory, sequence_length, pair):
     import keras
     import onnxruntime
 
-    from keras_bert_lab.export.archive import class_names
-    from keras_bert_lab.models.bert import INPUT_NAMES
-    from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
-    from keras_bert_lab.tasks.classifier import BertClassifier
+    from keras_bert_lab.export.archive import class_names, classifier_of
 
     if keras.backend.backend() != "tensorflow":
         raise ConfigError("write_onnx runs under KERAS_BACKEND=tensorflow; call "
                           "keras_bert_lab.export.export_onnx, which starts one.")
     directory = pathlib.Path(directory)
-    classifier = BertClassifier.from_preset(preset, dtype="float32")
-    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in INPUT_NAMES}
+    classifier, tokenizer = classifier_of(preset)
+    input_names = classifier.backbone.input_names
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in input_names}
     network = keras.Model(inputs, {"logits": classifier(inputs)})
-    tokenizer = WordPieceTokenizer.from_preset(preset)
     batch = sample_inputs(sequence_length, tokenizer.vocabulary_size, pair,
                           np.random.default_rng(0))
     expected = keras.ops.convert_to_numpy(network(batch)["logits"])  # also marks it as called
@@ -103,7 +100,7 @@ def write_onnx(preset, directory, sequence_length, pair):
                           f"{difference:.3g} (> {TOLERANCE}) on a check batch; the export was "
                           "not written. Report this with the preset's config.json.")
     return {"problem": classifier.problem, "labels": class_names(classifier),
-            "num_classes": classifier.num_classes, "inputs": list(INPUT_NAMES),
+            "num_classes": classifier.num_classes, "inputs": list(input_names),
             "outputs": ["logits"], "onnxruntime_max_difference": difference,
             "onnxruntime_version": onnxruntime.__version__}
 

@@ -33,8 +33,8 @@ import subprocess
 import sys
 import tempfile
 
-from keras_bert_lab import errors
-from keras_bert_lab.errors import ConfigError, PresetError
+from keras_bert_lab import errors, families
+from keras_bert_lab.errors import ConfigError, KblError, PresetError
 from keras_bert_lab.export import onnx_export
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import registry
@@ -43,40 +43,48 @@ from keras_bert_lab.version import __version__
 INFO_FILE = "assets.extra/keras_bert_lab_export.json"  # assets.extra: files TF ignores
 FORMAT = "keras_bert_lab.saved_model_export"
 EXPORT_ENTRIES = {"saved_model.pb", "fingerprint.pb", "variables", "assets", "assets.extra"}
-SUPPORTED = ("BertClassifier",)
-WHAT = {"BertTokenClassifier": "a token classifier (one label per token)",
-        "BertSpanQA": "an extractive question-answering model",
-        "BertMultipleChoice": "a multiple-choice model",
-        "BertPretrainer": "a pretraining model (masked LM + next sentence heads)",
-        "SentenceEmbedder": "a sentence embedder (vectors, not classes)",
-        "GPTClassifier": "a GPT-1 classifier (byte-pair tokenizer)",
-        "GPTMultipleChoice": "a GPT-1 multiple-choice model",
-        "GPTCausalLM": "a GPT-1 language model",
-        "ElmoLanguageModel": "an ELMo biLM",
-        "UlmfitClassifier": "a ULMFiT classifier (word tokenizer, AWD-LSTM)",
-        "AwdLstmLanguageModel": "an AWD-LSTM language model"}
-HOW = ("export writes fine-tuned BertClassifier presets (sentence or sentence-pair "
-       "classification or regression), such as the preset/ folder of `kbl finetune classify` or "
-       "`kbl finetune pair`")
+HOW = ("export writes fine-tuned {classes} presets (sentence or sentence-pair "
+       "classification or regression), such as the preset/ folder of `kbl finetune "
+       "classify` or `kbl finetune pair`")
 
 
-def check_preset(preset):
+def describe_task(preset):
+    """What the task a preset holds is, for messages: its class's ``description``, found
+    through the preset's family (``"a {class name} task"`` when there is none)."""
+    name = (preset.task or {}).get("class_name")
+    try:
+        description = preset.family.task_named(name).description
+    except KblError:
+        description = None
+    return description or f"a {name} task"
+
+
+def classifiers(use):
+    """The classifier classes of the families whose registry entry lists ``use`` among its
+    ``exports`` ("BertClassifier", or "BertClassifier or …")."""
+    return " or ".join(f.task("classify").__name__ for f in families.FAMILIES if use in f.exports)
+
+
+def check_preset(preset, format="saved_model"):
     """The checked :class:`~keras_bert_lab.presets.format.Preset` of a classifier, or an error.
 
     ``PresetError`` names a missing or corrupt file; ``ConfigError`` says what a preset that is
-    not a ``BertClassifier`` holds and what export supports.
+    not an exportable classifier holds (a family whose registry entry lists no ``format`` among
+    its ``exports``, or a task other than the family's ``classify``) and what export supports.
     """
     preset = registry.read_preset(preset)
+    family = preset.family
+    how = HOW.format(classes=classifiers(format))
     task = (preset.task or {}).get("class_name")
     if task is None:
         raise ConfigError(f"Preset {preset.directory} holds a {preset.backbone_class} without a "
-                          f"task head (a pretrained backbone, not a fine-tuned classifier); {HOW}.")
-    if task not in SUPPORTED:
-        what = WHAT.get(task, f"a {task} task")
-        raise ConfigError(f"Preset {preset.directory} holds {what} ({task}); {HOW}.")
-    if preset.backbone_class != "BertBackbone":
-        raise ConfigError(f"Preset {preset.directory} has a {preset.backbone_class} backbone; "
-                          f"{HOW} on a BertBackbone.")
+                          f"task head (a pretrained backbone, not a fine-tuned classifier); {how}.")
+    if format not in family.exports:
+        raise ConfigError(f"Preset {preset.directory} has a {preset.backbone_class} backbone "
+                          f"({family.label}); {how}.")
+    if not family.has_task("classify") or task != family.task("classify").__name__:
+        raise ConfigError(f"Preset {preset.directory} holds {describe_task(preset)} ({task}); "
+                          f"{how}.")
     return preset
 
 

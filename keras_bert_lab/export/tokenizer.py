@@ -123,7 +123,7 @@ class GraphWordPiece(tf.Module):
 class GraphPreprocessor(tf.Module):
     """Texts (or text pairs) → the backbone's three ``(B, L)`` int32 inputs, in core TF ops.
 
-    The in-graph twin of :class:`~keras_bert_lab.preprocessing.bert.BertTextPreprocessor`:
+    The in-graph twin of :class:`~keras_bert_lab.models.bert.preprocessor.BertTextPreprocessor`:
     :class:`GraphWordPiece` then ``[CLS] A [SEP] (B [SEP])`` packing with the same longest-first
     truncation and padding to ``sequence_length``.
 

@@ -116,3 +116,14 @@ class KneserNey:
         if not tokens:
             raise DataError("perplexity of an empty stream; pass the held-out tokens.")
         return math.exp(-self.log_likelihood(tokens) / len(tokens))
+
+
+def kneser_ney_perplexity(train_tokens, stream, positions, order=3):
+    """Perplexity of interpolated Kneser-Ney, fit on ``train_tokens``, on ``stream[i]`` for each
+    ``i`` in ``positions``, each predicted from the ``order - 1`` tokens before it in ``stream``
+    (a direction's targets: the backward LM's baseline gets both reversed)."""
+    model = KneserNey(order=order, vocabulary_size=None).fit(list(train_tokens))
+    stream, width = list(stream), order - 1
+    total = sum(math.log(model.probability(tuple(stream[max(0, i - width):i]), stream[i]))
+                for i in positions)
+    return math.exp(-total / len(positions))

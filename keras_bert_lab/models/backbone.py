@@ -8,8 +8,10 @@ and ``from_config`` live here once, so BERT, GPT or an ELMo biLM get them withou
 
 import keras
 import numpy as np
+from keras import ops
 
-from keras_bert_lab.errors import ConfigError, PresetError
+from keras_bert_lab import families
+from keras_bert_lab.errors import ConfigError, InputError, PresetError
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import registry
 from keras_bert_lab.presets.weights import load_weights
@@ -24,10 +26,82 @@ class Backbone(keras.Model):
     """
 
     config_class = None  # set by each subclass: the frozen dataclass of its hyper-parameters
+    # Token-axis inputs (B, T) that __call__ checks and passes on (validate_inputs); an empty
+    # tuple: the subclass checks its own inputs.
+    input_names = ()
+    # Inputs that hold ids, each with the config field of its range [0, n).
+    id_ranges = {"token_ids": "vocab_size"}
 
     def __init__(self, config, *, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.config = config
+
+    def __call__(self, inputs, *args, **kwargs):
+        if not self.input_names:
+            return super().__call__(inputs, *args, **kwargs)
+        self.validate_inputs(inputs)  # before Keras' own input checks, for clearer messages
+        # Extra keys (e.g. a task's mask_positions) are dropped: Keras would otherwise match a dict
+        # to the inputs by sorted position, not by name.
+        return super().__call__({name: inputs[name] for name in self.input_names}, *args,
+                                **kwargs)
+
+    def max_length_error(self, length):
+        """The message when a sequence of ``length`` tokens is too long for this backbone (an
+        :meth:`validate_inputs` hook), or ``None``. Default: the learned position table."""
+        limit = getattr(self.config, "max_positions", None)
+        if limit is None or length <= limit:
+            return None
+        return (f"Sequence length {length} exceeds the position table ({limit} positions); "
+                f"truncate to at most {limit} tokens (the packer's sequence_length) or use a "
+                "config with larger max_positions.")
+
+    def validate_inputs(self, inputs):
+        """Raise ``InputError`` naming the problem and the fix: not a dict of
+        :attr:`input_names`, a non-integer id input, not ``(batch, tokens)``, shapes that
+        disagree, a sequence too long (:meth:`max_length_error`), an id outside its range
+        (:attr:`id_ranges`; checked when the inputs hold values, i.e. eagerly)."""
+        name, names = type(self).__name__, list(self.input_names)
+        if not isinstance(inputs, dict):
+            example = ", ".join(f"'{n}': ..." for n in names)
+            raise InputError(f"{name} takes a dict with keys {names}, got "
+                             f"{type(inputs).__name__}; build it with the family's packer, e.g. "
+                             f"{{{example}}}.")
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise InputError(f"{name} inputs lack {missing}; expected keys {names} (got "
+                             f"{sorted(inputs)}).")
+        shape = None
+        for key in names:
+            x = inputs[key] if hasattr(inputs[key], "dtype") else np.asarray(inputs[key])
+            dtype = keras.backend.standardize_dtype(x.dtype)
+            if key in self.id_ranges and "int" not in dtype:
+                raise InputError(f"{name} input '{key}' must hold integer ids (int32), got dtype "
+                                 f"{dtype}; cast it with keras.ops.cast(x, 'int32').")
+            x_shape = tuple(ops.shape(x))
+            if len(x_shape) != 2:
+                raise InputError(f"{name} input '{key}' must have shape (batch, tokens), got "
+                                 f"{x_shape}.")
+            static = tuple(d if isinstance(d, int) else None for d in x_shape)
+            if shape is not None and any(a is not None and b is not None and a != b
+                                         for a, b in zip(shape, static)):
+                raise InputError(f"{name} inputs disagree in shape: '{names[0]}' is {shape} but "
+                                 f"'{key}' is {static}; pack them together.")
+            shape = shape or static
+        message = shape[1] is not None and self.max_length_error(shape[1])
+        if message:
+            raise InputError(message)
+        for key, field in self.id_ranges.items():
+            values, upper = concrete_values(inputs[key]), getattr(self.config, field)
+            if values is not None and values.size and (values.min() < 0 or values.max() >= upper):
+                bad = values.max() if values.max() >= upper else values.min()
+                raise InputError(f"{name} input '{key}' holds id {int(bad)} outside [0, {upper}); "
+                                 "check that the tokenizer's vocabulary (special tokens included) "
+                                 f"matches the model (vocab_size={self.config.vocab_size}).")
+
+    @classmethod
+    def family(cls):
+        """This backbone's :class:`~keras_bert_lab.families.Family` (the folder it lives in)."""
+        return families.family_of(cls)
 
     @classmethod
     def config_from_preset(cls, preset, config=None):
@@ -36,11 +110,10 @@ class Backbone(keras.Model):
         ``config`` (optional) replaces it: a config, or a dict of the fields to change. Only the
         config class's ``free_fields`` (e.g. dropout rates) may differ from the preset's; any
         other difference raises ``ConfigError`` naming the fields (see
-        :meth:`~keras_bert_lab.models.config.ModelConfig.check_matches`).
+        :meth:`~keras_bert_lab.models.config.ModelConfig.check_matches`). A preset of another
+        family is a ``PresetError`` naming both and the class that loads it.
         """
-        if preset.backbone_class != cls.__name__:
-            raise PresetError(f"Preset {preset.directory} holds a {preset.backbone_class}, not a "
-                              f"{cls.__name__}; load it with {preset.backbone_class}.from_preset.")
+        families.require(preset, cls, f"{cls.__name__} loads {cls.family().name} presets")
         try:
             stored = cls.config_class.from_dict(preset.config)
         except (TypeError, ConfigError) as error:
@@ -61,9 +134,13 @@ class Backbone(keras.Model):
         Weights are checked by name and shape (strict unless ``allow_partial=True``); file
         checksums are verified unless ``verify=False``. ``config`` changes the preset's config
         where the weights allow it (see :meth:`config_from_preset`), e.g. ``{"dropout": 0.0}``.
-        See :mod:`keras_bert_lab.presets`.
+        Called on ``Backbone`` itself, it loads the backbone of whatever family the preset
+        records (``Backbone.from_preset("minilm_l6_en_uncased")`` is a ``BertBackbone``). See
+        :mod:`keras_bert_lab.presets`.
         """
         preset = registry.read_preset(preset, verify=verify)
+        if cls is Backbone:
+            cls = preset.family.backbone_class
         backbone = cls(cls.config_from_preset(preset, config), dtype=dtype)
         load_weights(backbone, preset.weights_path, allow_partial=allow_partial)
         backbone.preset_info = preset.info()
@@ -141,3 +218,15 @@ def check_array_inputs(backbone, x):
             value = value.reshape((-1,) + value.shape[value.ndim - rank + 1:])
         arrays[name] = value
     backbone.validate_inputs(arrays)
+
+
+def concrete_values(x):
+    """``x`` as a NumPy array when it holds values (eager), else ``None`` (symbolic or traced)."""
+    if isinstance(x, (np.ndarray, list, tuple)):
+        return np.asarray(x)
+    if isinstance(x, keras.KerasTensor):
+        return None
+    try:
+        return ops.convert_to_numpy(x)
+    except Exception:  # a tf graph tensor or a jax tracer: no values to check.
+        return None

@@ -7,13 +7,25 @@ from keras_bert_lab.errors import ConfigError
 
 
 class ModelConfig:
-    """Mixin of the config dataclasses (``BertConfig``, ``GPTConfig``, ``ElmoConfig``); each
-    defines ``from_size`` and may extend ``to_dict``. ``unknown_field_hint`` ends the error for an
-    unknown field; ``free_fields`` are those a model may change from its preset's config (see
-    :meth:`check_matches`)."""
+    """Mixin of the config dataclasses (``BertConfig``, ``GPTConfig``, ``ElmoConfig``,
+    ``AwdLstmConfig``); each may extend ``to_dict``. ``sizes`` maps a size name to the values of
+    ``size_fields`` (see :meth:`from_size`; ``label`` names the model in its error).
+    ``unknown_field_hint`` ends the error for an unknown field; ``free_fields`` are those a model
+    may change from its preset's config (see :meth:`check_matches`)."""
 
+    label = "model"
+    sizes = {}
+    size_fields = ()
     unknown_field_hint = ""
     free_fields = ()
+
+    @classmethod
+    def from_size(cls, name, **overrides):
+        """The named size (one of ``sizes``), with any field overridden."""
+        if name not in cls.sizes:
+            raise ConfigError(f"Unknown {cls.label} size {name!r}; choose one of "
+                              f"{list(cls.sizes)}.")
+        return cls(**{**dict(zip(cls.size_fields, cls.sizes[name])), **overrides})
 
     @classmethod
     def from_dict(cls, data):
@@ -63,3 +75,12 @@ class ModelConfig:
             raise ConfigError(
                 f"{type(self).__name__} does not match the config of {where}: {listed}. Its "
                 f"weights need {fix}; only {free} may differ.")
+
+
+class TransformerConfig(ModelConfig):
+    """:class:`ModelConfig` of a Transformer (``hidden_size`` split over ``num_heads``)."""
+
+    @property
+    def head_size(self):
+        """Width ``D`` of one attention head."""
+        return self.hidden_size // self.num_heads

@@ -218,7 +218,7 @@ def type_characters(types, max_characters=50):
 def elmo_dataset(blocks, characters, word_ids, batch_size, seed=0, shuffle=True, epochs=1,
                  skip_batches=0, bos_id=0, eos_id=1):
     """``(features, labels, sample_weight)`` batches of ``(N, T + 2)`` type-id ``blocks`` for
-    :class:`~keras_bert_lab.tasks.elmo_lm.ElmoLanguageModel`.
+    :class:`~keras_bert_lab.models.elmo.language_model.ElmoLanguageModel`.
 
     ``features``: ``character_ids`` (B, T, C), gathered from ``characters`` (types, C);
     ``labels``: ``forward`` (the softmax id of the next word) and ``backward`` (the previous
@@ -242,3 +242,21 @@ def elmo_dataset(blocks, characters, word_ids, batch_size, seed=0, shuffle=True,
         return {"character_ids": chars}, {"forward": forward, "backward": backward}, weights
 
     return indices.map(to_batch).prefetch(2)
+
+
+def next_token_batch(token_ids, padding_mask):
+    """``(features, labels, sample_weight)`` for next-token training from packed rows (B, T).
+
+    Inputs are the first ``T - 1`` tokens, labels the last ``T - 1`` (each position predicts the
+    next token), weights the labels' padding mask. Works on NumPy arrays and inside
+    ``tf.data.Dataset.map``.
+    """
+    features = {"token_ids": token_ids[:, :-1], "padding_mask": padding_mask[:, :-1]}
+    return features, token_ids[:, 1:], padding_mask[:, 1:]
+
+
+def heldout_blocks(settings, blocks):
+    """The first ``eval_batches`` batches of the held-out blocks, in order (fixed)."""
+    count = min(len(blocks), settings.eval_batches * settings.batch_size)
+    return blocks[:count - count % settings.batch_size] if count >= settings.batch_size \
+        else blocks[:count]

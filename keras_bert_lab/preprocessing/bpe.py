@@ -57,6 +57,7 @@ from keras_bert_lab.preprocessing.basic_tokenizer import BasicTokenizer, apply_t
 from keras_bert_lab.preprocessing.bpe_files import (END_OF_WORD, base_char, check_merges,
                                                     coerce_merges, coerce_vocabulary)
 from keras_bert_lab.presets.vocabulary import check_tokens, write_vocabulary
+from keras_bert_lab.preprocessing.tokenizer import Tokenizer
 
 # The tokens GPT-1's fine-tuning code appends after the BPE vocabulary (Radford et al. §3.3).
 GPT_SPECIAL_TOKENS = ("_start_", "_delimiter_", "_classify_")
@@ -65,7 +66,7 @@ MERGES_HEADER = "#version: 0.2"
 _NO_MERGE = np.iinfo(np.int64).max
 
 
-class BytePairTokenizer:
+class BytePairTokenizer(Tokenizer):
     """GPT-1's BPE tokenizer: BERT basic tokenization, then ranked merges with ``</w>`` word ends.
 
     Args:
@@ -119,15 +120,12 @@ class BytePairTokenizer:
                    **kwargs)
 
     @classmethod
-    def from_preset(cls, preset, task_tokens=True):
+    def from_read_preset(cls, info, task_tokens=True):
         """The tokenizer of a GPT preset (a name or a directory: ``vocab.txt`` + ``merges.txt``),
         with no id outside the model's rows: unknown pieces go to ``<unk>`` when the vocabulary
         has it, else to id 0 as GPT-1's own code did. ``task_tokens``: the preset must hold
         GPT-1's ``_start_``, ``_delimiter_`` and ``_classify_`` (fine-tuning needs them;
         generation does not)."""
-        from keras_bert_lab.presets.registry import read_preset
-
-        info = read_preset(preset, verify=False)
         if info.merges_path is None:
             raise ConfigError(f"Preset {info.directory} has no merges.txt, so its byte-pair "
                               "tokenizer cannot be rebuilt; is it a GPT preset? Re-export it.")
@@ -165,17 +163,6 @@ class BytePairTokenizer:
                 "unk_token": self.unk_token}
 
     # ---- vocabulary ---------------------------------------------------------------------
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def token_to_id(self, token):
-        """The id of ``token``; ``KeyError`` if it is not in the vocabulary."""
-        return self._index[token]
-
-    def id_to_token(self, token_id):
-        return self.vocabulary[token_id]
-
     @property
     def start_token_id(self):
         return self._index[GPT_SPECIAL_TOKENS[0]]

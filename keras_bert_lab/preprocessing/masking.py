@@ -49,7 +49,7 @@ class MaskedLMMasker:
     ``[B, L]``), ``mask_positions`` (int32 ``[B, P]``, ascending, 0 where unused), ``mask_ids``
     (the original tokens there, int32 ``[B, P]``, 0 where unused) and ``mask_weights`` (float32
     ``[B, P]``, 1 for a real prediction, 0 for padding) — keras-hub's names, what
-    :class:`~keras_bert_lab.tasks.pretraining.BertPretrainer` takes.
+    :class:`~keras_bert_lab.models.bert.pretrainer.BertPretrainer` takes.
 
     Args:
         vocabulary_size: number of token ids.

@@ -31,7 +31,7 @@ class BertPacker:
     and the tokenizer), a 1-D tensor ``[T]`` (one example, e.g. inside ``dataset.map`` before
     batching) or Python lists (``list[int]`` or ``list[list[int]]``, giving NumPy arrays). Returns a
     dict of int32 ``token_ids``, ``segment_ids`` and ``padding_mask``, each ``[B, L]`` (or ``[L]``) —
-    the inputs of :class:`keras_bert_lab.models.bert.BertBackbone`.
+    the inputs of :class:`keras_bert_lab.models.bert.backbone.BertBackbone`.
 
     Args:
         sequence_length: ``L``, at least 2 for single segments and 3 for pairs.

@@ -20,9 +20,10 @@ the tokenizer's offsets (as Hugging Face's fast tokenizers do) instead of whites
 
 :class:`SpanQAPreprocessor` holds a tokenizer and the window settings for both steps.
 
-With a GPT-1 ``BytePairTokenizer`` the rows are ``[start] question [delim] context window
-[extract]`` (GPT-1's layout for two texts, Radford et al. 2018, Figure 1; GPT-1 itself reported no
-SQuAD) and "no answer" is the extract token — the one state that has read the whole window under
+The rows are a layout class (:class:`BertRows` here); GPT's
+(:class:`~keras_bert_lab.models.gpt.preprocessor.GPTSpanRows`, with a GPT-1 ``BytePairTokenizer``)
+are ``[start] question [delim] context window [extract]`` (GPT-1's layout for two texts,
+Radford et al. 2018, Figure 1; GPT-1 itself reported no SQuAD) and "no answer" is the extract token — the one state that has read the whole window under
 the causal mask (the start token's state has read nothing). The windows, offsets and answer
 selection are the same.
 
@@ -35,10 +36,9 @@ import warnings
 
 import numpy as np
 
+from keras_bert_lab import families
 from keras_bert_lab.data.squad import SquadExample  # noqa: F401 (examples)
 from keras_bert_lab.errors import ConfigError, DataError
-from keras_bert_lab.preprocessing.bpe import BytePairTokenizer
-from keras_bert_lab.preprocessing.gpt import pad_rows
 from keras_bert_lab.preprocessing.packer import BertPacker
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.presets.registry import read_preset
@@ -74,7 +74,7 @@ class SquadFeatures:
         return len(self.example_index)
 
     def labels(self):
-        """Labels for :class:`~keras_bert_lab.tasks.question_answering.BertSpanQA`."""
+        """Labels for :class:`~keras_bert_lab.models.bert.span_qa.BertSpanQA`."""
         return {"start_logits": self.start_positions, "end_logits": self.end_positions}
 
     def select(self, mask):
@@ -117,8 +117,13 @@ def _max_context(windows, num_tokens):
     return best
 
 
-class _BertRows:
-    """``[CLS] question [SEP] window [SEP]``; "no answer" is [CLS]."""
+class BertRows:
+    """The rows of a window: ``[CLS] question [SEP] window [SEP]``; "no answer" is [CLS].
+
+    A layout has ``questions(texts)`` and ``contexts(texts)`` (token ids; the contexts' with
+    character offsets), ``null_position(question_length, window_length)`` and
+    ``pack(questions, windows)`` (the model inputs); another family's rows subclass it (GPT's:
+    :class:`~keras_bert_lab.models.gpt.preprocessor.GPTSpanRows`)."""
 
     def __init__(self, tokenizer, sequence_length):
         self.tokenizer, self.sequence_length = tokenizer, sequence_length
@@ -136,36 +141,19 @@ class _BertRows:
         return BertPacker.from_tokenizer(self.tokenizer, self.sequence_length)(questions, windows)
 
 
-class _GPTRows(_BertRows):
-    """``[start] question [delim] window [extract]``; "no answer" is the extract token."""
-
-    def questions(self, texts):
-        return self.tokenizer.encode(texts)
-
-    def contexts(self, texts):
-        return self.tokenizer.encode_with_offsets(texts)
-
-    def null_position(self, question_length, window_length):
-        return question_length + window_length + 2
-
-    def pack(self, questions, windows):
-        t = self.tokenizer
-        return pad_rows([[t.start_token_id, *q, t.delimiter_token_id, *w, t.classify_token_id]
-                         for q, w in zip(questions, windows)], self.sequence_length)
-
-
 def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,
-                     max_query_length=64):
+                     max_query_length=64, layout=BertRows):
     """Windows of ``[CLS] question [SEP] context [SEP]`` (see the module docstring, step 1), or
-    of ``[start] question [delim] context [extract]`` with a GPT tokenizer.
+    of another row layout (GPT's ``[start] question [delim] context [extract]``).
 
     Args:
         examples: ``SquadExample``\\ s (from :func:`keras_bert_lab.data.squad.read_squad`).
-        tokenizer: a ``WordPieceTokenizer``, or a GPT-1 ``BytePairTokenizer`` (their offsets map
-            characters to tokens).
+        tokenizer: the tokenizer the layout reads (a ``WordPieceTokenizer`` for BERT's rows, a
+            GPT-1 ``BytePairTokenizer`` for GPT's; their offsets map characters to tokens).
         sequence_length: ``L``, tokens per window. Default 384.
         doc_stride: context tokens from one window's start to the next (Google's meaning). 128.
         max_query_length: longer questions keep their first this-many tokens. Default 64.
+        layout: the row layout class (:class:`BertRows`, or a family's subclass).
 
     Returns a :class:`SquadFeatures`.
 
@@ -186,8 +174,7 @@ def prepare_features(examples, tokenizer, sequence_length=384, doc_stride=128,
         raise ConfigError(f"doc_stride={doc_stride}: windows must advance by at least one token.")
     if not examples:
         raise DataError("No examples to prepare; the SQuAD file has no usable questions.")
-    layout = (_GPTRows if isinstance(tokenizer, BytePairTokenizer) else _BertRows)(
-        tokenizer, sequence_length)
+    layout = layout(tokenizer, sequence_length)
     questions = layout.questions([e.question for e in examples])
     unique = list(dict.fromkeys(e.context for e in examples))   # SQuAD asks ~5 per context
     context_index = {context: i for i, context in enumerate(unique)}
@@ -322,11 +309,16 @@ def postprocess(examples, features, start_logits, end_logits, n_best=20, max_ans
 
 class SpanQAPreprocessor:
     """SQuAD examples → windowed model inputs (:func:`prepare_features`), and scores → answers
-    (:func:`postprocess`), with one tokenizer and one set of window settings.
+    (:func:`postprocess`), with one tokenizer, one row layout and one set of window settings.
 
     Args:
-        tokenizer: a ``WordPieceTokenizer`` (BERT rows) or a ``BytePairTokenizer`` (GPT rows).
+        tokenizer: a ``WordPieceTokenizer`` (BERT's rows).
         sequence_length, doc_stride, max_query_length: see :func:`prepare_features`.
+
+    ``from_preset`` gives the preprocessor of the preset's family (its registry entry's
+    ``squad`` preprocessor: this class for BERT,
+    :class:`~keras_bert_lab.models.gpt.preprocessor.GPTSpanQAPreprocessor` for GPT), with the
+    preset's tokenizer.
 
     Example (``BertSpanQA`` gives the scores):
     >>> from keras_bert_lab.data.registry import locate
@@ -340,22 +332,24 @@ class SpanQAPreprocessor:
     {'q1': 'Ada Lovelace'}
     """
 
+    layout = BertRows
+
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64):
         self.tokenizer, self.sequence_length = tokenizer, int(sequence_length)
         self.doc_stride, self.max_query_length = int(doc_stride), int(max_query_length)
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
-        """The preset's tokenizer (WordPiece, or byte pairs for a GPT preset) with these window
-        settings."""
+        """The preprocessor of the preset's family, its tokenizer, these window settings."""
         info = read_preset(preset, verify=False)
-        if info.backbone_class == "GPTBackbone":
-            return cls(BytePairTokenizer.from_preset(info.directory), **kwargs)
-        return cls(WordPieceTokenizer.from_preset(info.directory), **kwargs)
+        own = families.preprocessor_for(info, "squad", cls)
+        if own is not cls:
+            return own.from_preset(info.directory, **kwargs)
+        return cls(info.family.tokenizer_class.from_preset(info.directory), **kwargs)
 
     def __call__(self, examples):
         return prepare_features(examples, self.tokenizer, self.sequence_length, self.doc_stride,
-                                self.max_query_length)
+                                self.max_query_length, layout=self.layout)
 
     def answers(self, examples, features, logits, **kwargs):
         """``{id: answer text}`` from the model's ``{"start_logits", "end_logits"}`` on

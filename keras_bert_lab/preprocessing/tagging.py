@@ -18,6 +18,7 @@ import dataclasses
 
 import numpy as np
 
+from keras_bert_lab import families
 from keras_bert_lab.data.conll import TaggedSentence, check_labels, split_tag
 from keras_bert_lab.errors import DataError
 from keras_bert_lab.preprocessing.packer import BertPacker
@@ -194,13 +195,16 @@ class TaggingPreprocessor:
 
     @classmethod
     def from_preset(cls, preset, labels=None, sequence_length=None, **kwargs):
-        """The preset's tokenizer; ``labels`` default to those of a tagger saved in the preset."""
+        """The preset's family's tagging preprocessor (this class for BERT) with the preset's
+        tokenizer; ``labels`` default to those of a tagger saved in the preset."""
         info = read_preset(preset, verify=False)
+        own = families.preprocessor_for(info, "ner", cls)   # GPT's tags pieces its own way
         labels = labels or ((info.task or {}).get("config") or {}).get("labels")
         if not labels:
             raise DataError(f"Preset {info.directory} records no tag labels; pass labels=[...].")
         length = sequence_length or (info.preprocessor or {}).get("sequence_length", 128)
-        return cls(WordPieceTokenizer.from_preset(info.directory), labels, length, **kwargs)
+        return own(info.family.tokenizer_class.from_preset(info.directory), labels, length,
+                   **kwargs)
 
     def __call__(self, sentences):
         """:class:`AlignedTags` of :class:`TaggedSentence`\\ s, or of word lists (tagged ``O``)."""

@@ -15,12 +15,12 @@ embedding matrix grows with the vocabulary (new rows start at the mean embedding
 
 Example:
 >>> tokenizer = WordTokenizer.build(["The cat 's hat .", "the cat sat ."], min_count=2)
->>> tokenizer.words
+>>> tokenizer.vocabulary
 ['<pad>', '<unk>', '<eos>', 'the', 'cat', '.']
 >>> tokenizer.encode("The cat's mat")
 [3, 4, 1, 1, 1]
 >>> bigger, rows = tokenizer.extend(["a mat , a mat"], min_count=2)
->>> bigger.words[6:], rows.tolist()[-2:]          # new words copy no old row (-1)
+>>> bigger.vocabulary[6:], rows.tolist()[-2:]          # new words copy no old row (-1)
 (['a', 'mat'], [-1, -1])
 """
 
@@ -31,6 +31,7 @@ import re
 import numpy as np
 
 from keras_bert_lab.errors import ConfigError, DataError
+from keras_bert_lab.preprocessing.tokenizer import Tokenizer
 
 SPECIALS = ("<pad>", "<unk>", "<eos>")
 PAD, UNK, EOS = 0, 1, 2
@@ -48,7 +49,7 @@ def split_text(text, lowercase=True):
     return _TOKEN.findall(text.lower() if lowercase else text)
 
 
-class WordTokenizer:
+class WordTokenizer(Tokenizer):
     """A word vocabulary (``words``, specials first) and the splitting rule of the module.
 
     Args:
@@ -63,8 +64,8 @@ class WordTokenizer:
                               "build it with WordTokenizer.build().")
         if len(set(words)) != len(words):
             raise ConfigError("The word vocabulary lists a word twice.")
-        self.words, self.lowercase = words, bool(lowercase)
-        self.index = {word: i for i, word in enumerate(words)}
+        self.vocabulary, self.lowercase = words, bool(lowercase)
+        self._index = {word: i for i, word in enumerate(words)}
 
     @classmethod
     def build(cls, texts, max_size=None, min_count=1, lowercase=True):
@@ -81,13 +82,9 @@ class WordTokenizer:
                             "text or a lower --min-count.")
         return cls(list(SPECIALS) + words, lowercase)
 
-    @property
-    def vocabulary_size(self):
-        return len(self.words)
-
     def encode(self, text):
         """Ids of ``text``'s tokens (unknown words: ``<unk>``)."""
-        return [self.index.get(t, UNK) for t in split_text(text, self.lowercase)]
+        return [self._index.get(t, UNK) for t in split_text(text, self.lowercase)]
 
     def encode_lines(self, lines):
         """One int32 stream: each non-empty line's ids followed by ``<eos>``."""
@@ -101,7 +98,7 @@ class WordTokenizer:
 
     def decode(self, ids):
         """Space-joined words of ``ids`` (padding dropped)."""
-        return " ".join(self.words[i] for i in ids if i != PAD)
+        return " ".join(self.vocabulary[i] for i in ids if i != PAD)
 
     def extend(self, texts, min_count=2, max_new=None):
         """A tokenizer whose vocabulary adds the words of ``texts`` it lacks (seen at least
@@ -109,17 +106,16 @@ class WordTokenizer:
         it continues (−1 for an added word) — for resizing an embedding matrix."""
         counts = collections.Counter()
         for text in texts:
-            counts.update(w for w in split_text(text, self.lowercase) if w not in self.index)
+            counts.update(w for w in split_text(text, self.lowercase) if w not in self._index)
         new = [w for w, c in counts.most_common() if c >= min_count]
         new = new[:max_new] if max_new is not None else new
-        rows = np.concatenate([np.arange(len(self.words)), np.full(len(new), -1)])
-        return WordTokenizer(self.words + new, self.lowercase), rows.astype(np.int64)
+        rows = np.concatenate([np.arange(len(self.vocabulary)), np.full(len(new), -1)])
+        return WordTokenizer(self.vocabulary + new, self.lowercase), rows.astype(np.int64)
 
     def save(self, directory):
         """Write ``vocab.txt`` (one word per line) into ``directory``."""
         os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.write("\n".join(self.words) + "\n")
+        self.save_vocabulary(os.path.join(directory, "vocab.txt"))
 
     @classmethod
     def from_directory(cls, directory, lowercase=True):
@@ -129,6 +125,12 @@ class WordTokenizer:
                             "preset wrote (it holds vocab.txt).")
         with open(path, encoding="utf-8") as f:
             return cls(f.read().splitlines(), lowercase)
+
+    @classmethod
+    def from_read_preset(cls, preset, **kwargs):
+        """The word tokenizer of an AWD-LSTM preset: its ``vocab.txt`` and casing."""
+        return cls(preset.vocabulary(), **{"lowercase": preset.tokenizer.get("lowercase", True),
+                                           **kwargs})
 
 
 def resize_rows(matrix, rows):

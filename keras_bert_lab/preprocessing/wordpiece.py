@@ -29,10 +29,10 @@ import tensorflow_text as tf_text
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.preprocessing.basic_tokenizer import BasicTokenizer, apply_to_text, graph_code
 from keras_bert_lab.presets.vocabulary import check_tokens, read_vocabulary
-from keras_bert_lab.presets.registry import read_preset
+from keras_bert_lab.preprocessing.tokenizer import Tokenizer
 
 
-class WordPieceTokenizer:
+class WordPieceTokenizer(Tokenizer):
     """BERT's tokenizer: basic tokenization + greedy longest-match-first WordPiece, in TensorFlow.
 
     Matches ``transformers.BertTokenizerFast`` (same ``vocab.txt``, ``do_lower_case``,
@@ -97,17 +97,6 @@ class WordPieceTokenizer:
         self._tensors = None  # TensorFlow state, made on first use (see _constants)
 
     # ---- vocabulary -------------------------------------------------------------------------
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def token_to_id(self, token):
-        """The id of ``token``; ``KeyError`` if it is not in the vocabulary."""
-        return self._index[token]
-
-    def id_to_token(self, token_id):
-        return self.vocabulary[token_id]
-
     def _special_id(self, name):
         token = self.special_tokens[name]
         if token is None:
@@ -157,18 +146,11 @@ class WordPieceTokenizer:
         return cls(**config)
 
     @classmethod
-    def from_preset(cls, preset, **kwargs):
-        """The tokenizer of a preset (a directory or a name): its vocabulary and casing."""
-        preset = read_preset(preset, verify=False)
+    def from_read_preset(cls, preset, **kwargs):
+        """The tokenizer of a checked preset: its vocabulary and casing."""
         options = {k: v for k, v in preset.tokenizer.items()
                    if k in ("lowercase", "strip_accents", "chinese_chars")}
         return cls(str(preset.vocabulary_path), **{**options, **kwargs})
-
-    def save_vocabulary(self, path):
-        """Write the vocabulary as ``vocab.txt`` (one token per line) and return the path."""
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(self.vocabulary) + "\n")
-        return path
 
     # ---- TensorFlow state -------------------------------------------------------------------
     def _constants(self):

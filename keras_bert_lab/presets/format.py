@@ -3,10 +3,13 @@
 A preset directory holds four files (five for a byte-pair-encoding model):
 
 ``config.json``
-    ``{"format": "keras_bert_lab.preset", "format_version": 1, "backbone_class": "BertBackbone",
-    "backbone": {config fields}, "task": null | {"class_name", "module", "config"},
-    "tokenizer": {"lowercase": ...}, "preprocessor": null | {"sequence_length": 256},
-    "sentence_embedding": null | {"pooling": "mean", "normalize": true}}``.
+    ``{"format": "keras_bert_lab.preset", "format_version": 1, "family": "bert",
+    "backbone_class": "BertBackbone", "backbone": {config fields}, "task": null |
+    {"class_name", "module", "config"}, "tokenizer": {"class_name": "WordPieceTokenizer",
+    "lowercase": ...}, "preprocessor": null | {"sequence_length": 256},
+    "sentence_embedding": null | {"pooling": "mean", "normalize": true}}``. ``family`` names the
+    model family (:mod:`keras_bert_lab.families`) whose classes load the preset; a preset written
+    before families were recorded has none, and its ``backbone_class`` tells the family.
 ``model.weights.h5``
     HDF5 with one float32 dataset per variable, named by its path inside the model:
     ``backbone/encoder_layer_0/attention/qkv/kernel``, and ``task/masked_lm_head/...`` for heads.
@@ -24,22 +27,28 @@ A preset directory holds four files (five for a byte-pair-encoding model):
     that wrote them and ``files``: the sha256 and size of each other file, checked on load so a
     truncated copy or a swapped file is caught before it is used.
 
+Long module: the one description of the format, its writer and its reader, kept together so the
+three cannot drift apart.
+
 Saving writes into a temporary sibling directory and renames it into place, so a crash never
 leaves a half-written preset behind. Nothing here imports a model class: models load themselves
-from a :class:`Preset` (``BertBackbone.from_preset``); this module only reads, checks and writes.
+from a :class:`Preset` (``BertBackbone.from_preset``, or ``Backbone.from_preset``, which asks
+``preset.family``); this module only reads, checks and writes.
 
 Example:
 >>> import tempfile, os
 >>> import numpy as np
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
->>> path = write_preset(os.path.join(tempfile.mkdtemp(), "p"), backbone_class="TinyBackbone",
+>>> path = write_preset(os.path.join(tempfile.mkdtemp(), "p"), backbone_class="BertBackbone",
 ...                     config={"vocab_size": 8}, vocabulary=vocab,
 ...                     weights={"backbone/embedding": np.zeros((8, 2), "float32")})
 >>> sorted(os.listdir(path))
 ['config.json', 'metadata.json', 'model.weights.h5', 'vocab.txt']
 >>> preset = read_preset(path)
->>> preset.backbone_class, preset.config, preset.vocabulary()[-1]
-('TinyBackbone', {'vocab_size': 8}, 'c')
+>>> preset.family.name, preset.backbone_class, preset.config, preset.vocabulary()[-1]
+('bert', 'BertBackbone', {'vocab_size': 8}, 'c')
+>>> preset.tokenizer
+{'lowercase': True, 'class_name': 'WordPieceTokenizer'}
 """
 
 import contextlib
@@ -53,6 +62,7 @@ import tempfile
 
 import numpy as np
 
+from keras_bert_lab import families
 from keras_bert_lab.errors import PresetError
 from keras_bert_lab.presets.vocabulary import (check_vocabulary_size, coerce_vocabulary,
                                                guess_lowercase, read_vocabulary, write_vocabulary)
@@ -84,7 +94,9 @@ class PresetInfo:
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """A checked preset directory (see :func:`read_preset`). ``config`` is the backbone's config
-    as a dict; the backbone class named by ``backbone_class`` parses and validates it."""
+    as a dict; the backbone class named by ``backbone_class`` parses and validates it.
+    ``family_name`` is the family the preset records (``None`` in presets written before
+    families were recorded); :attr:`family` is the family itself."""
 
     directory: pathlib.Path
     backbone_class: str
@@ -94,6 +106,13 @@ class Preset:
     preprocessor: dict | None
     sentence_embedding: dict | None
     metadata: dict
+    family_name: str | None = None
+
+    @property
+    def family(self):
+        """The :class:`~keras_bert_lab.families.Family` whose classes load this preset
+        (``PresetError`` for a family this version does not know)."""
+        return families.for_preset(self)
 
     @property
     def weights_path(self):
@@ -220,7 +239,7 @@ def _count_lines(path):
 def write_preset(directory, *, backbone_class, config, weights, vocabulary, tokenizer=None,
                  task=None, preprocessor=None, sentence_embedding=None, source=None, license=None,
                  parameter_count=None, backbone_parameter_count=None, overwrite=False,
-                 merges=None):
+                 merges=None, family=None):
     """Write a preset directory from plain data (what the converters and :func:`save_preset` call).
 
     Args:
@@ -239,6 +258,8 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
         overwrite: replace an existing directory.
         merges: BPE merges for ``merges.txt``: ``"left right"`` strings or pairs in rank order, a
             merges file or a tokenizer with ``merges``; ``None`` (WordPiece) writes no such file.
+        family: the model family's name; default: the family of ``backbone_class`` (none is
+            recorded for a class of no family, and such a preset cannot be loaded).
 
     Returns the directory as a ``pathlib.Path``.
     """
@@ -250,14 +271,17 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
     merges = None if merges is None else check_merges(getattr(merges, "merges", merges))
     if "vocab_size" in config:
         check_vocabulary_size(tokens, config["vocab_size"], where="vocabulary")
+    family = _family_to_record(backbone_class, family)
     tokenizer = dict(tokenizer or {})
     tokenizer.setdefault("lowercase", guess_lowercase(tokens))
+    if family is not None and family.tokenizer is not None:
+        tokenizer.setdefault("class_name", family.tokenizer.rpartition(":")[2])
     counts = {"backbone": 0, "all": 0}
     for name, value in weights.items():
         counts["all"] += int(np.size(value))
         counts["backbone"] += int(np.size(value)) if name.startswith("backbone/") else 0
     document = {"format": FORMAT, "format_version": FORMAT_VERSION,
-                "backbone_class": backbone_class, "backbone": dict(config), "task": task,
+                "family": None if family is None else family.name, "backbone_class": backbone_class, "backbone": dict(config), "task": task,
                 "tokenizer": tokenizer, "preprocessor": preprocessor,
                 "sentence_embedding": sentence_embedding}
     metadata = {
@@ -282,6 +306,19 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
                                     "bytes": (tmp / name).stat().st_size} for name in files}
         (tmp / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     return pathlib.Path(directory).expanduser().absolute()
+
+
+def _family_to_record(backbone_class, family):
+    """The :class:`~keras_bert_lab.families.Family` a new preset records, checked against its
+    backbone class (``None``: a class of no family)."""
+    if family is None:
+        return families.for_backbone(backbone_class)
+    family = families.get(family) if isinstance(family, str) else family
+    if backbone_class not in family.backbone_names:
+        raise PresetError(f"backbone_class {backbone_class!r} is not a {family.name} backbone "
+                          f"({', '.join(family.backbone_names)}); pass the family's backbone "
+                          "class, or leave family out.")
+    return family
 
 
 def task_entry(model):
@@ -319,6 +356,7 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
     Values not given are carried over from the preset the model was loaded from.
     """
     backbone = getattr(model, "backbone", None) or model
+    family = families.family_of(backbone)   # a subclass is saved as its family's backbone
     info = getattr(model, "preset_info", None) or getattr(backbone, "preset_info", None)
     tokens = coerce_vocabulary(vocabulary)
     if tokens is None:
@@ -337,7 +375,8 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
         license = license or info.license
         merges = info.merges if merges is None else merges
     return write_preset(
-        directory, backbone_class=type(backbone).__name__, config=backbone.config.to_dict(),
+        directory, backbone_class=family.backbone_class.__name__, family=family,
+        config=backbone.config.to_dict(),
         weights=model_weights(model), vocabulary=tokens, tokenizer=tokenizer,
         task=task_entry(model), preprocessor=preprocessor, sentence_embedding=sentence_embedding,
         source=source, license=license, parameter_count=model.count_params(),
@@ -411,7 +450,7 @@ def read_preset(directory, verify=True):
         raise PresetError(f"{directory / CONFIG_FILE} has no backbone config (a JSON object).")
     preset = Preset(directory, config.get("backbone_class", "BertBackbone"), backbone,
                     config.get("task"), config.get("tokenizer") or {}, config.get("preprocessor"),
-                    config.get("sentence_embedding"), metadata)
+                    config.get("sentence_embedding"), metadata, config.get("family"))
     lines = _count_lines(directory / VOCAB_FILE)
     if "vocab_size" in backbone and lines != backbone["vocab_size"]:
         raise PresetError(f"{directory / VOCAB_FILE} has {lines} tokens but the token embedding "

@@ -3,9 +3,9 @@
 A *named preset* is a JSON file (one per name) in ``keras_bert_lab/presets/named/`` — shipped with
 the package, and linked as the repository's top-level ``presets/`` — or in a folder listed in
 ``$KBL_PRESETS_PATH``. It says where the weights come from: an installed registry package, the
-folder inside it, and the checkpoint format, which names the converter of
-:mod:`keras_bert_lab.presets.convert` that reads it. The first use of a name builds its preset
-directory into :func:`preset_home` (``$KBL_PRESET_HOME``, default
+folder inside it, the model family and the checkpoint format, which together name the
+family's converter that reads it (:func:`keras_bert_lab.families.for_format`). The first use of
+a name builds its preset directory into :func:`preset_home` (``$KBL_PRESET_HOME``, default
 ``~/.cache/keras_bert_lab/presets``); later uses just open it. Nothing touches the network.
 
 Example:
@@ -21,13 +21,9 @@ import json
 import os
 import pathlib
 
+from keras_bert_lab import families
 from keras_bert_lab.errors import MissingPackageError, PresetError
 from keras_bert_lab.presets import format as preset_format
-from keras_bert_lab.presets.convert import google, hf_checkpoint, keras_hub
-
-# source format -> the converter that writes a preset directory from it
-BUILDERS = {"huggingface": hf_checkpoint.import_hf, "google": google.import_google,
-            "keras_hub": keras_hub.import_keras_hub}
 
 
 def registry_dirs():
@@ -138,10 +134,7 @@ def build_preset(name, directory=None, overwrite=False):
     """
     preset_entry = entry(name)
     source = preset_entry["source"]
-    builder = BUILDERS.get(source["format"])
-    if builder is None:
-        raise PresetError(f"Preset {name!r} has source format {source['format']!r}; known "
-                          f"formats: {', '.join(BUILDERS)}.")
+    _, builder = families.for_format(source["format"], preset_entry.get("family"))
     folder = locate_source(preset_entry)
     directory = pathlib.Path(directory) if directory else preset_home() / name
     description = (f"{source['package']}=={source['version']} ({source['format']} checkpoint "

@@ -15,27 +15,29 @@ import warnings
 import keras
 import numpy as np
 
+from keras_bert_lab import families
+from keras_bert_lab.errors import PresetError
 from keras_bert_lab.models.backbone import check_array_inputs
-from keras_bert_lab.models.bert import INPUT_NAMES, BertBackbone
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import registry
 from keras_bert_lab.presets.weights import load_weights
 
 
-def backbone_inputs():
-    """``{name: keras.Input}`` for the backbone's three int32 inputs, each ``(B, T)``."""
-    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+def backbone_inputs(backbone):
+    """``{name: keras.Input}`` for the backbone's int32 inputs, each ``(B, T)``."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in backbone.input_names}
 
 
 class Task(keras.Model):
     """Base class of the task models (see the module docstring).
 
     Args:
-        backbone: the backbone (``backbone_class``).
+        backbone: the backbone (of the task's family: :meth:`family`).
         inputs, outputs, kwargs: passed to ``keras.Model`` (the functional constructor).
     """
 
-    backbone_class = BertBackbone
+    description = None  # how messages name the task ("a token classifier (…)"); None: its class
     # Tasks whose outputs have a token axis (B, T, ...) set the value that pads them back to the
     # input length in `predict_packed`; None: no token axis.
     token_output_fill = None
@@ -43,6 +45,12 @@ class Task(keras.Model):
     def __init__(self, backbone, *, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.backbone = backbone
+
+    @classmethod
+    def family(cls):
+        """This task's :class:`~keras_bert_lab.families.Family` (the folder it lives in), whose
+        backbone it is built on."""
+        return families.family_of(cls)
 
     @classmethod
     def preset_defaults(cls, preset):
@@ -59,10 +67,21 @@ class Task(keras.Model):
         ``kwargs`` are the task's constructor arguments (e.g. ``num_classes``); a preset saved from
         this class supplies the defaults. ``config`` changes the backbone's config where the
         weights allow it (``Backbone.config_from_preset``), e.g. ``{"dropout": 0.2}``.
+        Called on ``Task`` itself, it loads the task the preset was saved from, of whatever
+        family (``Task.from_preset("out/finetune-classify/preset")``).
         """
         preset = registry.read_preset(preset, verify=verify)
-        backbone = cls.backbone_class(cls.backbone_class.config_from_preset(preset, config),
-                                      dtype=dtype)
+        if cls is Task:
+            family, stored = preset.family, (preset.task or {}).get("class_name")
+            if stored is None:
+                raise PresetError(f"Preset {preset.directory} holds a {preset.backbone_class} "
+                                  "without a task head; load it with Backbone.from_preset, or "
+                                  "with a task class to start a new head.")
+            return family.task_named(stored).from_preset(
+                preset, allow_partial=allow_partial, dtype=dtype, verify=verify, config=config,
+                **kwargs)
+        backbone_class = cls.family().backbone_class
+        backbone = backbone_class(backbone_class.config_from_preset(preset, config), dtype=dtype)
         stored = preset.task or {}
         same_task = stored.get("class_name") == cls.__name__
         defaults = cls._known_arguments(stored.get("config", {})) if same_task \

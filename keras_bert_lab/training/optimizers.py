@@ -125,7 +125,7 @@ def adamw(model, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999
     ``layer_decay`` < 1 gives each layer group its own rate (see the module docstring).
 
     Example:
-    >>> from keras_bert_lab.models.bert import BertBackbone
+    >>> from keras_bert_lab.models.bert.backbone import BertBackbone
     >>> optimizer = adamw(BertBackbone("tiny"), learning_rate=1e-4)
     >>> optimizer.weight_decay, optimizer.global_clipnorm
     (0.01, 1.0)

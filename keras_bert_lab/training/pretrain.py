@@ -8,7 +8,7 @@ takes several batches. Data come from the caller as a function of the batches to
 that is a pure function of its seed restarts at the batch a resumed step needs, so a run killed at
 step 300 of 600 and resumed ends with the weights of an unbroken run (same seed and backend) up
 to float round-off. The recipe that builds the model and the streams is
-:mod:`keras_bert_lab.recipes.pretrain`.
+:mod:`keras_bert_lab.models.bert.pretrain`.
 """
 
 import dataclasses

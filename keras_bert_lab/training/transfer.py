@@ -46,8 +46,8 @@ def layer_groups(model):
     bottom-up); its groups must cover all its variables.
 
     Example:
-    >>> from keras_bert_lab.models.bert import BertBackbone
-    >>> from keras_bert_lab.tasks.classifier import BertClassifier
+    >>> from keras_bert_lab.models.bert.backbone import BertBackbone
+    >>> from keras_bert_lab.models.bert.classifier import BertClassifier
     >>> groups = layer_groups(BertClassifier(BertBackbone("tiny"), num_classes=2))
     >>> len(groups)                     # embeddings, 2 blocks, pooler + classifier
     4
@@ -82,7 +82,7 @@ def group_learning_rate_factors(model, factor):
     times the one above (ULMFiT: ``factor = 1/2.6``).
 
     Example:
-    >>> from keras_bert_lab.models.bert import BertBackbone
+    >>> from keras_bert_lab.models.bert.backbone import BertBackbone
     >>> factors = group_learning_rate_factors(BertBackbone("tiny"), 0.5)
     >>> [factors[p] for p in ("embeddings/position_embedding", "encoder_layer_0/ffn_in/kernel",
     ...                       "encoder_layer_1/ffn_in/kernel", "pooler/kernel")]
@@ -159,8 +159,8 @@ class GradualUnfreezing(keras.callbacks.Callback):
 
     Example:
     >>> import numpy as np, keras
-    >>> from keras_bert_lab.models.bert import BertBackbone
-    >>> from keras_bert_lab.tasks.classifier import BertClassifier
+    >>> from keras_bert_lab.models.bert.backbone import BertBackbone
+    >>> from keras_bert_lab.models.bert.classifier import BertClassifier
     >>> model = BertClassifier(BertBackbone("tiny"), num_classes=2)
     >>> model.compile(optimizer="adam")
     >>> x = {"token_ids": np.ones((4, 8), "int32"), "segment_ids": np.zeros((4, 8), "int32"),

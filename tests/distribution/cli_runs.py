@@ -5,7 +5,7 @@ Run as ``python -m tests.distribution.cli_runs OUT.json SCRATCH`` with ``KERAS_B
 imported, hence a process of its own). It runs ``kbl pretrain`` (BERT and GPT) and ``kbl finetune
 classify`` on one device (no flag), with ``--data-parallel`` and with ``--model-parallel 4x2``
 (GPT: 2 steps on 4x2 only), and the commands that must fail; the log rows, metrics, exit codes
-and error lines go to OUT.json for the parent (tests/recipes/test_distributed_flags.py) to compare.
+and error lines go to OUT.json for the parent (tests/commands/test_distributed_flags.py) to compare.
 """
 
 import contextlib
@@ -128,8 +128,8 @@ def main(out_path, scratch):
     assert code == 0, error
     result["gpt"]["model 4x2"] = rows(os.path.join(out, "log.csv"))
     result["seconds"]["gpt model 4x2"] = round(time.time() - start, 1)
-    from keras_bert_lab.models.bert import BertBackbone
-    from keras_bert_lab.models.bert_config import BertConfig
+    from keras_bert_lab.models.bert.backbone import BertBackbone
+    from keras_bert_lab.models.bert.config import BertConfig
 
     preset = os.path.join(scratch, "preset")
     BertBackbone(BertConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=64)

@@ -24,7 +24,7 @@ def api_losses(config, preset):
     import tensorflow as tf
 
     from keras_bert_lab import BertBackbone, BertClassifier
-    from keras_bert_lab.recipes.mirrored import mirrored
+    from keras_bert_lab.commands.mirrored import mirrored
 
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(5, 300, (32, 16)).astype("int32"),
@@ -42,9 +42,9 @@ def api_losses(config, preset):
 
 
 def main(out_path, scratch):
-    from keras_bert_lab.models.bert import BertBackbone
-    from keras_bert_lab.models.bert_config import BertConfig
-    from keras_bert_lab.recipes.mirrored import replica_devices
+    from keras_bert_lab.models.bert.backbone import BertBackbone
+    from keras_bert_lab.models.bert.config import BertConfig
+    from keras_bert_lab.commands.mirrored import replica_devices
 
     # The logical CPUs exist from the start (the one-device runs first just use CPU:0), as in
     # a `kbl … --data-parallel` process, which makes them before TensorFlow starts.

@@ -21,9 +21,9 @@ import keras
 import numpy as np
 
 from keras_bert_lab.distribution import check_batch_size, check_model, distribution_for
-from keras_bert_lab.models.bert import BertBackbone
-from keras_bert_lab.models.bert_config import BertConfig
-from keras_bert_lab.tasks.pretraining import BertPretrainer
+from keras_bert_lab.models.bert.backbone import BertBackbone
+from keras_bert_lab.models.bert.config import BertConfig
+from keras_bert_lab.models.bert.pretrainer import BertPretrainer
 from keras_bert_lab.training.checkpoints import restore_checkpoint, save_checkpoint
 from keras_bert_lab.training.optimizers import adamw
 

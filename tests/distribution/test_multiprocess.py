@@ -84,7 +84,7 @@ def test_each_process_feeds_its_own_half_of_every_batch(tmp_path):
     import tensorflow as tf
 
     from keras_bert_lab.pipelines.pretraining import pretraining_dataset, tokenize_corpus
-    from keras_bert_lab.recipes.pretrain import PretrainSettings, load_tokenizer, stream_options
+    from keras_bert_lab.models.bert.pretrain import PretrainSettings, load_tokenizer, stream_options
 
     corpus, vocab = write_corpus(str(tmp_path))
     settings = PretrainSettings(corpus=(corpus,), vocabulary=vocab, size="tiny",

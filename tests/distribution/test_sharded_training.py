@@ -22,14 +22,14 @@ from keras_bert_lab.distribution import (check_backend, check_batch_size, check_
                                          check_model, device_mesh, distribution_for, layout_map,
                                          parse_kind)
 from keras_bert_lab.errors import ConfigError, InputError
-from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
-from keras_bert_lab.models.awd_lstm_config import AwdLstmConfig
-from keras_bert_lab.models.bert import BertBackbone
-from keras_bert_lab.models.bert_config import BertConfig
-from keras_bert_lab.models.gpt import GPTBackbone
-from keras_bert_lab.models.gpt_config import GPTConfig
-from keras_bert_lab.tasks.causal_lm import GPTCausalLM
-from keras_bert_lab.tasks.pretraining import BertPretrainer
+from keras_bert_lab.models.awd_lstm.backbone import AwdLstmBackbone
+from keras_bert_lab.models.awd_lstm.config import AwdLstmConfig
+from keras_bert_lab.models.bert.backbone import BertBackbone
+from keras_bert_lab.models.bert.config import BertConfig
+from keras_bert_lab.models.gpt.backbone import GPTBackbone
+from keras_bert_lab.models.gpt.config import GPTConfig
+from keras_bert_lab.models.gpt.causal_lm import GPTCausalLM
+from keras_bert_lab.models.bert.pretrainer import BertPretrainer
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "jax",

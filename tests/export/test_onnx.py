@@ -18,7 +18,7 @@ from keras_bert_lab.cli import main
 from keras_bert_lab.data.registry import wikitext2_paragraphs
 from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.export import export_onnx, onnx_export
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from tests.conftest import locate_or_skip
 

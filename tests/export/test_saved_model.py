@@ -31,10 +31,10 @@ from keras_bert_lab.errors import ConfigError, PresetError
 from keras_bert_lab.export import INFO_FILE, export_saved_model, is_export, read_export_info
 from keras_bert_lab.export.archive import decode
 from keras_bert_lab.export.tokenizer import GraphPreprocessor, GraphWordPiece
-from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
-from keras_bert_lab.recipes import export as export_recipe
-from keras_bert_lab.tasks.classifier import decode_logits
+from keras_bert_lab.commands import export as export_recipe
+from keras_bert_lab.tasks.heads import decode_logits
 from tests.conftest import locate_or_skip
 
 LENGTH = 32

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from keras_bert_lab.errors import DataError
-from keras_bert_lab.features import (BertWordFeatures, FeatureCache, OnTheFly, StaticWordFeatures,
-                                     TaggerBatches, write_cache)
+from keras_bert_lab.models.bert.word_features import BertWordFeatures
+from keras_bert_lab.features import (FeatureCache, OnTheFly, StaticWordFeatures, TaggerBatches, write_cache)
 from keras_bert_lab.tasks.feature_tagger import FeatureTagger
 from keras_bert_lab.vectors import WordVectors
 from tests.conftest import to_numpy
@@ -106,8 +106,8 @@ def test_elmo_word_features_are_the_original_biLM_layers_without_the_boundaries(
 
     import h5py
 
-    from keras_bert_lab.models.elmo import ElmoBiLM
-    from keras_bert_lab.features import ElmoWordFeatures
+    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+    from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
     from tests.conftest import locate_or_skip
 
     parts = {p: locate_or_skip("elmo_fixture", p) for p in ("options", "weights", "sentences",

@@ -4,7 +4,7 @@ character CNN's highway convention and conv → max → activation order.
 torch's LSTM with a projection computes the same cell as TensorFlow's LSTMCell(num_proj) without
 clipping; its gate order is (i, f, g, o) where TensorFlow's is (i, j, f, o), and TensorFlow adds
 the forget bias 1.0 at run time. The clipped cell is checked against the original's outputs in
-tests/presets/test_elmo_weights.py.
+tests/models/elmo/test_convert.py.
 """
 
 import keras
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from keras_bert_lab.layers.char_cnn import CharacterCNN, Highway
+from keras_bert_lab.models.elmo.char_cnn import CharacterCNN, Highway
 from keras_bert_lab.layers.lstm import ProjectedLSTM, bidirectional_lstm, reverse_within_length
 from tests.conftest import to_numpy
 

@@ -3,7 +3,7 @@
 allennlp cannot be imported here (it needs spacy), so the expected ids are derived from the
 rule by hand: UTF-8 bytes cut to 48, 258 before, 259 after, 260 padding to 50, <S>/</S> as the
 one-byte words 256/257, every id + 1. The ids are also checked end to end against the original's
-own outputs in tests/presets/test_elmo_weights.py (token embeddings of 457 real words).
+own outputs in tests/models/elmo/test_convert.py (token embeddings of 457 real words).
 """
 
 import numpy as np

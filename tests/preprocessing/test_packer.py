@@ -129,8 +129,8 @@ def test_tf_data_feeds_model_fit_on_this_backend(tokenizer):
     """Text -> tokenizer -> packer in tf.data -> model.fit of a tiny BERT classifier."""
     import keras
 
-    from keras_bert_lab.models.bert import BertBackbone
-    from keras_bert_lab.models.bert_config import BertConfig
+    from keras_bert_lab.models.bert.backbone import BertBackbone
+    from keras_bert_lab.models.bert.config import BertConfig
 
     texts = ["a good film", "a bad film", "great acting, loved it", "dull and far too long"] * 4
     labels = [1, 0, 1, 0] * 4

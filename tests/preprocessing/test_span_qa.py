@@ -214,7 +214,9 @@ def gpt_tokenizer():
 def test_gpt_rows_window_the_context_and_put_no_answer_on_the_extract_token(gpt_tokenizer):
     t = gpt_tokenizer
     examples, _ = read_squad(synthetic_squad(6, facts=2, filler=6, seed=6))
-    features = prepare_features(examples, t, sequence_length=40, doc_stride=10)
+    from keras_bert_lab.models.gpt.preprocessor import GPTSpanRows
+
+    features = prepare_features(examples, t, sequence_length=40, doc_stride=10, layout=GPTSpanRows)
     assert len(features) > 2 * len(examples) and "segment_ids" not in features.inputs
     answered = 0
     for row in range(len(features)):
@@ -255,8 +257,12 @@ def test_gpt_preprocessor_from_a_gpt_preset(tmp_path, gpt_tokenizer):
                                  max_positions=32)
     path = GPTBackbone(config).save_to_preset(tmp_path / "g", vocabulary=gpt_tokenizer.vocabulary,
                                               merges=gpt_tokenizer.merges)
+    from keras_bert_lab.models.gpt.preprocessor import GPTSpanQAPreprocessor, GPTSpanRows
+
     qa = SpanQAPreprocessor.from_preset(path, sequence_length=32, doc_stride=8)
+    assert type(qa) is GPTSpanQAPreprocessor   # the family's own preprocessor
     examples, _ = read_squad(synthetic_squad(3, facts=1, filler=4, seed=7))
-    expected = prepare_features(examples, gpt_tokenizer, sequence_length=32, doc_stride=8)
+    expected = prepare_features(examples, gpt_tokenizer, sequence_length=32, doc_stride=8,
+                                layout=GPTSpanRows)
     np.testing.assert_array_equal(qa(examples).inputs["token_ids"],
                                   expected.inputs["token_ids"])

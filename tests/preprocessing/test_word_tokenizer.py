@@ -28,16 +28,16 @@ def test_vocabulary_from_wikitext_encodes_lines_with_eos_and_round_trips(tmp_pat
     assert 0 < (ids == UNK).mean() < 0.5
     tokenizer.save(tmp_path)
     again = WordTokenizer.from_directory(tmp_path)
-    assert again.words == tokenizer.words
+    assert again.vocabulary == tokenizer.vocabulary
     np.testing.assert_array_equal(again.encode_lines(lines), ids)
 
 
 def test_extend_keeps_old_ids_and_resizes_rows():
     tokenizer = WordTokenizer.build(["a b a b c"])
     bigger, rows = tokenizer.extend(["zebra zebra a", "yak"], min_count=1)
-    assert bigger.words[:len(tokenizer.words)] == tokenizer.words
-    assert bigger.words[len(tokenizer.words):] == ["zebra", "yak"]
-    matrix = np.arange(len(tokenizer.words) * 2, dtype="float32").reshape(-1, 2)
+    assert bigger.vocabulary[:len(tokenizer.vocabulary)] == tokenizer.vocabulary
+    assert bigger.vocabulary[len(tokenizer.vocabulary):] == ["zebra", "yak"]
+    matrix = np.arange(len(tokenizer.vocabulary) * 2, dtype="float32").reshape(-1, 2)
     grown = resize_rows(matrix, rows)
     np.testing.assert_array_equal(grown[:len(matrix)], matrix)
     np.testing.assert_allclose(grown[-1], matrix.mean(0))

@@ -17,7 +17,7 @@ import pytest
 from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer, presets
 from keras_bert_lab.errors import PresetError
 from keras_bert_lab.presets import format as preset_format
-from keras_bert_lab.recipes.finetune import RECOMMENDABLE
+from keras_bert_lab.commands.finetune.common import RECOMMENDABLE
 from tests.presets.helpers import (CONFIG, assert_outputs_close, batch, outputs, random_pretrainer,
                                    tiny_vocab)
 
@@ -53,9 +53,9 @@ def test_directory_format_and_metadata(pretrainer_preset):
                                         "vocab.txt"]
     config = json.loads((path / "config.json").read_text())
     assert BertConfig.from_dict(config["backbone"]) == CONFIG
-    assert config["backbone_class"] == "BertBackbone"
+    assert config["family"] == "bert" and config["backbone_class"] == "BertBackbone"
     assert config["task"]["class_name"] == "BertPretrainer"
-    assert config["tokenizer"] == {"lowercase": True}
+    assert config["tokenizer"] == {"lowercase": True, "class_name": "WordPieceTokenizer"}
     meta = json.loads((path / "metadata.json").read_text())
     assert meta["source"] == "a test" and meta["license"] == "CC0-1.0"
     assert meta["parameter_count"] == model.count_params()
@@ -249,9 +249,9 @@ def test_cli_preset_commands(pretrainer_preset, tmp_path, capsys):
 
 @pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="TF is loaded anyway")
 def test_importing_presets_and_converters_does_not_import_tensorflow():
-    code = ("import sys, keras_bert_lab, keras_bert_lab.presets, keras_bert_lab.presets.convert.hf_checkpoint,"
-            " keras_bert_lab.presets.convert.google, keras_bert_lab.presets.convert.keras_hub,"
-            " keras_bert_lab.tasks.sentence_embedding, keras_bert_lab.cli;"
+    code = ("import sys, keras_bert_lab, keras_bert_lab.presets, keras_bert_lab.models.bert.convert_hf,"
+            " keras_bert_lab.models.bert.convert_google, keras_bert_lab.models.bert.convert_keras_hub,"
+            " keras_bert_lab.models.bert.sentence_embedder, keras_bert_lab.cli;"
             " bad = [m for m in ('tensorflow', 'keras_hub', 'transformers') if m in sys.modules];"
             " assert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

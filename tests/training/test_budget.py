@@ -1,5 +1,5 @@
 """The wall-clock budget's arithmetic (training.budget); the recipe's use of it is tested with
-``kbl pretrain`` in tests/recipes/test_pretrain.py."""
+``kbl pretrain`` in tests/models/bert/test_pretrain.py."""
 
 import pytest
 

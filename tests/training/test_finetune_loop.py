@@ -6,7 +6,7 @@ import numpy as np
 from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 from keras_bert_lab.pipelines.batches import batches
 from keras_bert_lab.training.finetune import fit_best_epoch
-from tests.tasks.test_pretraining import pretraining_batch
+from tests.models.bert.test_pretrainer import pretraining_batch
 
 CONFIG = BertConfig.from_size("tiny", vocab_size=500, max_positions=64)
 

@@ -1,4 +1,4 @@
-"""The pretraining loop's fit segments (the whole loop runs in tests/recipes/test_pretrain.py)."""
+"""The pretraining loop's fit segments (the whole loop runs in tests/models/bert/test_pretrain.py)."""
 
 import pytest
 

@@ -12,7 +12,7 @@ from keras_bert_lab.training.checkpoints import (TrainingCheckpoint, list_checkp
 from keras_bert_lab.training.optimizers import FusedAdamW, adamw, lamb
 from keras_bert_lab.training.transfer import group_learning_rate_factors
 from keras_bert_lab.training.schedules import SlantedTriangular, WarmupLinearDecay
-from tests.tasks.test_pretraining import pretraining_batch
+from tests.models.bert.test_pretrainer import pretraining_batch
 
 CONFIG = BertConfig.from_size("tiny", vocab_size=500, max_positions=64)
 

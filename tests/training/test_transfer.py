@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.models.bert import BertBackbone
-from keras_bert_lab.models.bert_config import BertConfig
-from keras_bert_lab.models.gpt import GPTBackbone
+from keras_bert_lab.models.bert.backbone import BertBackbone
+from keras_bert_lab.models.bert.config import BertConfig
+from keras_bert_lab.models.gpt.backbone import GPTBackbone
 from keras_bert_lab.pipelines.batches import batches
-from keras_bert_lab.tasks.classifier import BertClassifier
-from keras_bert_lab.tasks.gpt_classifier import GPTClassifier
+from keras_bert_lab.models.bert.classifier import BertClassifier
+from keras_bert_lab.models.gpt.classifier import GPTClassifier
 from keras_bert_lab.training.finetune import fit_best_epoch
 from keras_bert_lab.training.optimizers import adamw
 from keras_bert_lab.training.schedules import SlantedTriangular

@@ -23,7 +23,7 @@ appendix A.2) and turns it into an endless ``tf.data`` stream:
 4. **Mask** dynamically with :class:`~keras_bert_lab.preprocessing.masking.MaskedLMMasker`: 15 %
    of the tokens, 80/10/10, optionally whole words; new masks every time a sequence is seen.
 5. **Batch** as ``(features, labels, sample_weight)`` for
-   :class:`~keras_bert_lab.tasks.pretraining.BertPretrainer` ``.fit`` on any Keras backend.
+   :class:`~keras_bert_lab.models.bert.pretrainer.BertPretrainer` ``.fit`` on any Keras backend.
 
 Because segments are contiguous runs of sentences and truncation only cuts at their ends, every
 instance is four offsets into the flat token array; steps 3–5 run in-graph on whole batches.

@@ -85,7 +85,7 @@ def pretraining_dataset(corpus, tokenizer, *, batch_size=32, sequence_length=128
 
     Reads and tokenizes ``corpus`` once, then each epoch draws new next-sentence pairs (shuffled)
     and every batch new masks; the stream is a pure function of ``seed``. Batches are
-    ``(features, labels, sample_weight)`` as :class:`~keras_bert_lab.tasks.pretraining
+    ``(features, labels, sample_weight)`` as :class:`~keras_bert_lab.models.bert.pretrainer
     .BertPretrainer` ``.fit`` takes them: features ``token_ids``, ``segment_ids``,
     ``padding_mask``, ``mask_positions`` (int32 ``[B, L]`` / ``[B, P]``); labels ``{"mlm":
     mask_ids, "nsp": next_sentence_label}``; sample weights ``{"mlm": mask_weights, "nsp": 1}``.

@@ -1,0 +1,276 @@
+"""Weights between Hugging Face ``transformers`` BERT checkpoints and our presets (NumPy only).
+
+One table (:func:`weight_table`) pairs each tensor of a preset (named as in
+:mod:`keras_bert_lab.presets.format`, e.g. ``backbone/encoder_layer_0/attention/qkv/kernel``) with
+its Hugging Face key(s), its shape and the two reshapes between the layouts, so import and export
+cannot drift apart. Hugging Face stores linear layers as ``[out, in]``; ours are ``[in, out]``
+kernels, and attention kernels are per head: ``qkv`` is ``(H, 3, N, D)`` (query, key, value
+stacked) and the attention output is ``(N, D, H)``. No model is built: a converted preset is
+checked when a model loads it, by name and shape.
+
+Example:
+>>> config = config_from_hf({"vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1,
+...                          "num_attention_heads": 2, "intermediate_size": 16,
+...                          "max_position_embeddings": 16})
+>>> rows = weight_table(config)
+>>> row = rows[5]              # layer 0: query, key and value fused into one kernel
+>>> row.name, row.shape
+('backbone/encoder_layer_0/attention/qkv/kernel', (4, 3, 2, 2))
+>>> row.hf_keys[0]
+'bert.encoder.layer.0.attention.self.query.weight'
+"""
+
+import dataclasses
+
+import numpy as np
+
+from keras_bert_lab.errors import PresetError
+
+# BertConfig's modern options at their BERT values: a Hugging Face BertModel (and the formats
+# converted through this table) has none of the others; presets.convert.modernbert maps them.
+CLASSIC_OPTIONS = {"norm_first": False, "use_bias": True, "feedforward": "gelu",
+                   "position_embedding": "learned"}
+
+# Keys that carry no weight of their own in our layout (buffers, or copies of tied weights).
+_IGNORED_SUFFIXES = ("position_ids", "cls.predictions.decoder.weight",
+                     "cls.predictions.decoder.bias")
+
+
+def config_from_hf(hf_config):
+    """Our BERT config (a dict of ``BertConfig`` fields) from a Hugging Face ``config.json``."""
+    act = hf_config.get("hidden_act", "gelu")
+    if act != "gelu":
+        raise PresetError(f"Hugging Face config has hidden_act={act!r}; only exact 'gelu' is "
+                          "supported (BERT's activation).")
+    if hf_config.get("position_embedding_type", "absolute") != "absolute":
+        raise PresetError("Only absolute position embeddings are supported, got "
+                          f"{hf_config['position_embedding_type']!r}.")
+    try:
+        config = dict(
+            vocab_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
+            num_layers=hf_config["num_hidden_layers"], num_heads=hf_config["num_attention_heads"],
+            intermediate_size=hf_config["intermediate_size"],
+            max_positions=hf_config["max_position_embeddings"],
+            type_vocab_size=hf_config.get("type_vocab_size", 2),
+            dropout=hf_config.get("hidden_dropout_prob", 0.1),
+            attention_dropout=hf_config.get("attention_probs_dropout_prob", 0.1),
+            layer_norm_epsilon=hf_config.get("layer_norm_eps", 1e-12),
+            initializer_range=hf_config.get("initializer_range", 0.02))
+    except KeyError as error:
+        raise PresetError(f"Hugging Face BERT config lacks the field {error}.") from None
+    _head_size(config)
+    return config
+
+
+def config_to_hf(config):
+    """The Hugging Face ``config.json`` dict of a BERT config (a ``BertConfig`` or its dict)."""
+    c = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    require_classic(c)
+    return {
+        "architectures": ["BertForPreTraining"], "model_type": "bert",
+        "vocab_size": c["vocab_size"], "hidden_size": c["hidden_size"],
+        "num_hidden_layers": c["num_layers"], "num_attention_heads": c["num_heads"],
+        "intermediate_size": c["intermediate_size"], "hidden_act": "gelu",
+        "max_position_embeddings": c["max_positions"], "type_vocab_size": c["type_vocab_size"],
+        "hidden_dropout_prob": c["dropout"],
+        "attention_probs_dropout_prob": c["attention_dropout"],
+        "layer_norm_eps": c["layer_norm_epsilon"], "initializer_range": c["initializer_range"],
+        "pad_token_id": 0, "position_embedding_type": "absolute",
+    }
+
+
+def require_classic(config, target="A Hugging Face BertModel"):
+    """Raise ``PresetError`` naming the first modern option of ``config`` (a dict) that ``target``
+    cannot hold; a config without the fields (an older preset) is BERT's."""
+    for name, value in CLASSIC_OPTIONS.items():
+        if config.get(name, value) != value:
+            raise PresetError(
+                f"{target} has no equivalent of {name}={config[name]!r}: it is BERT with "
+                f"{name}={value!r} (post-LN, biases, GELU feed-forward, a learned absolute "
+                "position table). Export a BERT-style config; a model with all four modern "
+                "options maps to ModernBERT (keras_bert_lab.models.bert.convert_modernbert).")
+
+
+def _head_size(config):
+    hidden, heads = config["hidden_size"], config["num_heads"]
+    if not heads or hidden % heads:
+        raise PresetError(f"hidden_size {hidden} is not divisible by num_heads {heads}; this is "
+                          "not a valid BERT config.")
+    return hidden // heads
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One preset tensor: its name, Hugging Face key(s), shape, and the two layout maps.
+
+    ``hf_keys`` holds three keys (query, key, value) for the fused attention tensors; ``to_ours``
+    takes one array per key, ``to_hf`` returns one per key.
+    """
+
+    name: str
+    hf_keys: tuple
+    shape: tuple
+    to_ours: object
+    to_hf: object
+
+
+def weight_table(config, prefix="bert.", heads=False):
+    """The :class:`Row` of every tensor of a BERT backbone (``heads``: and the MLM/NSP heads).
+
+    ``config`` is a BERT config (dict or ``BertConfig``); ``prefix`` is ``"bert."`` for
+    ``BertFor*`` checkpoints and ``""`` for ``BertModel`` ones.
+    """
+    c = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    require_classic(c)
+    h, n, i = c["hidden_size"], c["num_heads"], c["intermediate_size"]
+    d = _head_size(c)
+    same = (lambda w: w[0], lambda w: (w,))
+    linear = (lambda w: w[0].T, lambda k: (k.T,))
+    p = prefix
+
+    def row(name, keys, shape, maps=same):
+        keys = (keys,) if isinstance(keys, str) else tuple(keys)
+        return Row(name, keys, tuple(shape), *maps)
+
+    def norm(ours, theirs):
+        return [row(f"{ours}/gamma", f"{theirs}.weight", (h,)),
+                row(f"{ours}/beta", f"{theirs}.bias", (h,))]
+
+    def dense(ours, theirs, shape):
+        return [row(f"{ours}/kernel", f"{theirs}.weight", shape, linear),
+                row(f"{ours}/bias", f"{theirs}.bias", shape[-1:])]
+
+    rows = [
+        row("backbone/embeddings/token_embedding/embeddings",
+            f"{p}embeddings.word_embeddings.weight", (c["vocab_size"], h)),
+        row("backbone/embeddings/position_embedding", f"{p}embeddings.position_embeddings.weight",
+            (c["max_positions"], h)),
+        row("backbone/embeddings/segment_embedding/embeddings",
+            f"{p}embeddings.token_type_embeddings.weight", (c["type_vocab_size"], h)),
+        *norm("backbone/embeddings/norm", f"{p}embeddings.LayerNorm"),
+    ]
+    for layer in range(c["num_layers"]):
+        ours, theirs = f"backbone/encoder_layer_{layer}", f"{p}encoder.layer.{layer}"
+        qkv = [f"{theirs}.attention.self.{part}" for part in ("query", "key", "value")]
+        rows += [
+            # three [out, in] = [H, H] matrices <-> (H, 3, N, D); three (H,) biases <-> (3, N, D)
+            row(f"{ours}/attention/qkv/kernel", [k + ".weight" for k in qkv], (h, 3, n, d),
+                (lambda ws: np.stack([w.T.reshape(h, n, d) for w in ws], axis=1),
+                 lambda k: tuple(k[:, j].reshape(h, h).T for j in range(3)))),
+            row(f"{ours}/attention/qkv/bias", [k + ".bias" for k in qkv], (3, n, d),
+                (lambda bs: np.stack([b.reshape(n, d) for b in bs]),
+                 lambda b: tuple(b[j].reshape(h) for j in range(3)))),
+            row(f"{ours}/attention/output/kernel", f"{theirs}.attention.output.dense.weight",
+                (n, d, h), (lambda w: w[0].T.reshape(n, d, h), lambda k: (k.reshape(h, h).T,))),
+            row(f"{ours}/attention/output/bias", f"{theirs}.attention.output.dense.bias", (h,)),
+            *norm(f"{ours}/attention_norm", f"{theirs}.attention.output.LayerNorm"),
+            *dense(f"{ours}/ffn_in", f"{theirs}.intermediate.dense", (h, i)),
+            *dense(f"{ours}/ffn_out", f"{theirs}.output.dense", (i, h)),
+            *norm(f"{ours}/ffn_norm", f"{theirs}.output.LayerNorm"),
+        ]
+    rows += dense("backbone/pooler", f"{p}pooler.dense", (h, h))
+    if heads:
+        rows += [
+            *dense("task/masked_lm_head/transform", "cls.predictions.transform.dense", (h, h)),
+            *norm("task/masked_lm_head/norm", "cls.predictions.transform.LayerNorm"),
+            row("task/masked_lm_head/output_bias", "cls.predictions.bias", (c["vocab_size"],)),
+            *dense("task/next_sentence_head", "cls.seq_relationship", (h, 2)),
+        ]
+    return rows
+
+
+def has_prefix(state_dict):
+    """Checkpoints of ``BertModel`` have no ``bert.`` prefix; those of ``BertFor*`` do."""
+    return any(k.startswith("bert.") for k in state_dict)
+
+
+def weights_from_hf(state_dict, config, heads=False, allow_partial=False):
+    """A Hugging Face BERT ``state_dict`` (name → array) as preset weights ``{name: array}``.
+
+    Strict by default: a missing key, an unexpected key or a shape mismatch raises
+    ``PresetError`` naming the tensors. With ``allow_partial=True`` what matches is converted and
+    the rest reported. Returns ``(weights, {"missing": [...], "unexpected": [...]})``.
+
+    Example:
+    >>> import transformers, torch                                                # doctest: +SKIP
+    >>> hf = transformers.BertForPreTraining(transformers.BertConfig())           # doctest: +SKIP
+    >>> state = {k: v.numpy() for k, v in hf.state_dict().items()}                # doctest: +SKIP
+    >>> config = config_from_hf(hf.config.to_dict())                              # doctest: +SKIP
+    >>> weights, _ = weights_from_hf(state, config, heads=True)                   # doctest: +SKIP
+    """
+    prefix = "bert." if has_prefix(state_dict) else ""
+    if not heads:  # a backbone ignores the heads of a BertForPreTraining checkpoint
+        state_dict = {k: v for k, v in state_dict.items() if not k.startswith("cls.")}
+    used, missing, weights = set(), [], {}
+    for row in weight_table(config, prefix=prefix, heads=heads):
+        absent = [k for k in row.hf_keys if k not in state_dict]
+        if absent:
+            missing += absent
+            continue
+        used.update(row.hf_keys)
+        arrays = [np.asarray(state_dict[k], dtype="float32") for k in row.hf_keys]
+        try:
+            value = row.to_ours(arrays)
+        except ValueError:  # a reshape that cannot work: the shapes are wrong
+            value = arrays[0]
+        if tuple(value.shape) != row.shape:
+            shapes = ", ".join(f"{k} {tuple(a.shape)}" for k, a in zip(row.hf_keys, arrays))
+            raise PresetError(f"Shape mismatch for {row.name}: the config needs {row.shape}, the "
+                              f"checkpoint has {shapes}; the config does not match these weights.")
+        weights[row.name] = value
+    unexpected = sorted(k for k in state_dict if k not in used
+                        and not k.endswith(_IGNORED_SUFFIXES))
+    if (missing or unexpected) and not allow_partial:
+        raise PresetError(
+            f"Checkpoint does not match the model: missing {missing or 'none'}; unexpected "
+            f"{unexpected or 'none'}. Pass allow_partial=True to load what matches.")
+    return weights, {"missing": missing, "unexpected": unexpected}
+
+
+def weights_to_hf(weights, config, prefix="bert."):
+    """Preset weights as a Hugging Face state dict (name → float32 NumPy array).
+
+    The MLM/NSP heads are written when ``weights`` holds them; the tied decoder is left out
+    (``transformers`` ties it to the word embeddings on load).
+    """
+    heads = any(name.startswith("task/masked_lm_head/") for name in weights)
+    out = {}
+    for row in weight_table(config, prefix=prefix, heads=heads):
+        if row.name not in weights:
+            raise PresetError(f"The weights lack {row.name}; they do not belong to this config.")
+        parts = row.to_hf(np.asarray(weights[row.name], dtype="float32"))
+        out.update({key: np.ascontiguousarray(part) for key, part in zip(row.hf_keys, parts)})
+    return out
+
+
+def load_hf_weights(model, state_dict, allow_partial=False):
+    """Assign a Hugging Face BERT ``state_dict`` to ``model`` (a ``BertBackbone``, or a task
+    holding one as ``backbone``; a ``BertPretrainer`` takes the ``cls.*`` heads too).
+
+    What parity tests use to put ``transformers``' weights into our models. Strict by default;
+    with ``allow_partial=True`` the keys our model does not have (e.g. a task head such as
+    ``classifier.*``) are returned as ``unexpected`` instead of raising. Returns
+    ``{"missing": [...], "unexpected": [...]}`` in Hugging Face names.
+    """
+    from keras_bert_lab.presets.weights import load_weights
+
+    backbone = getattr(model, "backbone", None) or model
+    heads = getattr(model, "masked_lm_head", None) is not None
+    weights, report = weights_from_hf(state_dict, backbone.config, heads=heads,
+                                      allow_partial=allow_partial)
+    load_weights(model, weights, allow_partial=allow_partial, load_heads=heads,
+                 where="the Hugging Face weights")
+    return report
+
+
+def export_hf_weights(model, prefix="bert."):
+    """A model's weights as a complete Hugging Face state dict (see :func:`weights_to_hf`),
+    with the tied decoder written out as ``transformers``' ``state_dict()`` has it."""
+    from keras_bert_lab.presets.weights import model_weights
+
+    backbone = getattr(model, "backbone", None) or model
+    out = weights_to_hf(model_weights(model), backbone.config, prefix=prefix)
+    if "cls.predictions.bias" in out:
+        out["cls.predictions.decoder.weight"] = out[f"{prefix}embeddings.word_embeddings.weight"]
+        out["cls.predictions.decoder.bias"] = out["cls.predictions.bias"]
+    return out
