@@ -78,10 +78,11 @@ def sentences(count):
 
 def feature_source(name, args):
     """``(source, weights)`` for a model name."""
-    from keras_bert_lab.features import BertWordFeatures, ElmoWordFeatures
-    from keras_bert_lab.models.bert import BertBackbone
-    from keras_bert_lab.models.bert_config import BertConfig
-    from keras_bert_lab.models.elmo import ElmoBiLM
+    from keras_bert_lab.models.bert.word_features import BertWordFeatures
+    from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
+    from keras_bert_lab.models.bert.backbone import BertBackbone
+    from keras_bert_lab.models.bert.config import BertConfig
+    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
     from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 
     if name.startswith("elmo"):

@@ -1,6 +1,6 @@
 """ELMo biLM pretraining on WikiText-2: held-out forward and backward perplexity vs Kneser-Ney.
 
-Runs ``kbl pretrain --model elmo`` (:mod:`keras_bert_lab.recipes.elmo_pretrain`) in this process
+Runs ``kbl pretrain --model elmo`` (:mod:`keras_bert_lab.models.elmo.pretrain`) in this process
 on the backend of ``KERAS_BACKEND``, with the recipe's defaults unless overridden (every field of
 ``ElmoPretrainSettings`` is a flag: ``--steps``, ``--size``, ``--optimizer``, ...), then prints
 the held-out perplexity of each direction next to interpolated Kneser-Ney trigrams fit on the
@@ -30,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def parse_args():
-    from keras_bert_lab.recipes.elmo_pretrain import ElmoPretrainSettings
+    from keras_bert_lab.models.elmo.pretrain import ElmoPretrainSettings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default=None,
@@ -73,7 +73,7 @@ def main():
     import keras
 
     from benchmarks.machine import cpu_jiffies
-    from keras_bert_lab.recipes.elmo_pretrain import run
+    from keras_bert_lab.models.elmo.pretrain import run
 
     output, settings = parse_args()
     print(f"backend {keras.backend.backend()}; settings {json.dumps(settings.to_dict())}",

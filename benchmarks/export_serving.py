@@ -81,7 +81,7 @@ def measure(args, texts, scratch):
 
     from keras_bert_lab import BertClassifier
     from keras_bert_lab.export import export_saved_model
-    from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
+    from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
 
     preset = args.preset
     if preset in ("minilm", "tiny"):

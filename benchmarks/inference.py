@@ -154,8 +154,8 @@ def minilm(impl, args):
                     out.append(torch.nn.functional.normalize(mean, dim=-1).numpy())
             return np.concatenate(out)
     else:
-        from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
-        from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder
+        from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
+        from keras_bert_lab.models.bert.sentence_embedder import SentenceEmbedder
 
         embedder = SentenceEmbedder.from_preset(PRESET)
         preprocessor = BertTextPreprocessor.from_preset(PRESET)

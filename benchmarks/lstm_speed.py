@@ -91,7 +91,7 @@ def share_weights(model, path, export, learning_rate):
     import keras
     import numpy as np
 
-    from keras_bert_lab.models.awd_lstm import kernel_to_torch_lstm, torch_lstm_to_kernel
+    from keras_bert_lab.models.awd_lstm.backbone import kernel_to_torch_lstm, torch_lstm_to_kernel
 
     numpy, opt, layers = keras.ops.convert_to_numpy, model.optimizer, model.backbone.lstm_layers
     embedding = model.backbone.token_embedding.embeddings
@@ -117,10 +117,10 @@ def keras_steppers(backend, size, args):
     """``({recipe: step}, info)``: our language model per recipe, compiled as the recipe does."""
     import keras
 
-    from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
-    from keras_bert_lab.models.awd_lstm_config import DROPOUT_FIELDS, AwdLstmConfig
-    from keras_bert_lab.recipes.awd_pretrain import AwdPretrainSettings
-    from keras_bert_lab.tasks.awd_lm import AwdLstmLanguageModel
+    from keras_bert_lab.models.awd_lstm.backbone import AwdLstmBackbone
+    from keras_bert_lab.models.awd_lstm.config import DROPOUT_FIELDS, AwdLstmConfig
+    from keras_bert_lab.models.awd_lstm.pretrain import AwdPretrainSettings
+    from keras_bert_lab.models.awd_lstm.language_model import AwdLstmLanguageModel
     from keras_bert_lab.training.optimizers import adamw
     from keras_bert_lab.training.schedules import SlantedTriangular
 

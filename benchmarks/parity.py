@@ -35,8 +35,8 @@ def measure():
 
     from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer, SentenceEmbedder
     from keras_bert_lab.data.registry import locate
-    from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
-    from keras_bert_lab.presets.convert.huggingface import config_to_hf, load_hf_weights
+    from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
+    from keras_bert_lab.models.bert.hf_weights import config_to_hf, load_hf_weights
 
     def err(a, b):
         return float(np.max(np.abs(np.asarray(a, "float64") - np.asarray(b, "float64"))))

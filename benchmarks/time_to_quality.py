@@ -74,7 +74,7 @@ FINETUNE = {"rt": (["classify", "--dataset", "rotten_tomatoes", "--sequence-leng
 def recipe_settings(name, size="mini"):
     """``PretrainSettings`` overrides of one of our recipes (``bert``, ``modern…``). GEGLU's
     width is 8/3 of the hidden size (rounded to 8), so its feed-forward has GELU's weights."""
-    from keras_bert_lab.models.bert_config import BertConfig
+    from keras_bert_lab.models.bert.config import BertConfig
 
     modern = dict(MODERN, intermediate_size=round(BertConfig.from_size(size).hidden_size * 8 / 24)
                   * 8)
@@ -145,7 +145,7 @@ def train_ours(name, args, heldout, out):
     import keras
     import numpy as np
 
-    from keras_bert_lab.recipes.pretrain import PretrainSettings, run
+    from keras_bert_lab.models.bert.pretrain import PretrainSettings, run
 
     settings = PretrainSettings(size=args.size, time_budget=args.budget, eval_every=1000000,
                                 checkpoint_every=1000000, log_every=50, seed=args.seed,
@@ -182,7 +182,7 @@ def train_hf(name, args, heldout, out, tokenizer, vocabulary):
     import torch
     import transformers
 
-    from keras_bert_lab.models.bert_config import BertConfig
+    from keras_bert_lab.models.bert.config import BertConfig
     from keras_bert_lab.pipelines.pretraining import tokenize_corpus
     from keras_bert_lab.training import budget
 

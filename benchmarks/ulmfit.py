@@ -52,11 +52,12 @@ def run_one(name, preset, parts, vocab, sequence_length, epochs, learning_rate, 
     import keras
     import numpy as np
 
-    from keras_bert_lab.models.awd_lstm import AwdLstmBackbone
+    from keras_bert_lab.models.awd_lstm.backbone import AwdLstmBackbone
     from keras_bert_lab.pipelines.batches import batches
     from keras_bert_lab.presets.registry import read_preset
-    from keras_bert_lab.recipes.awd_tasks import pack_words, tokenizer_of
-    from keras_bert_lab.tasks.ulmfit_classifier import UlmfitClassifier
+    from keras_bert_lab.models.awd_lstm.finetune import pack_words
+    from keras_bert_lab.preprocessing.word_tokenizer import WordTokenizer
+    from keras_bert_lab.models.awd_lstm.ulmfit_classifier import UlmfitClassifier
     from keras_bert_lab.training.finetune import fit_best_epoch
 
     pretrained, unfreeze, schedule, decay = CONFIGS[name]
@@ -67,7 +68,7 @@ def run_one(name, preset, parts, vocab, sequence_length, epochs, learning_rate, 
         config = AwdLstmBackbone.config_class.from_dict(read_preset(preset).config)
         model = UlmfitClassifier(AwdLstmBackbone(config), num_classes=len(vocab.names))
     model.compile()
-    tokenizer = tokenizer_of(preset)
+    tokenizer = WordTokenizer.from_preset(preset)
     data = {k: (pack_words(tokenizer, p.texts, sequence_length), vocab.encode(p.labels))
             for k, p in parts.items()}
 

@@ -151,8 +151,8 @@ def measure(args, texts, scratch):
     import numpy as np
 
     from keras_bert_lab import BertClassifier
-    from keras_bert_lab.preprocessing.bert import BertTextPreprocessor
-    from keras_bert_lab.tasks.sentence_embedding import SentenceEmbedder
+    from keras_bert_lab.models.bert.preprocessor import BertTextPreprocessor
+    from keras_bert_lab.models.bert.sentence_embedder import SentenceEmbedder
 
     preset = args.preset
     if preset in ("minilm", "tiny"):

@@ -82,7 +82,7 @@ def ours_run(corpus, seed, shared_pool, batch_size):
     import keras
     import numpy as np
 
-    from keras_bert_lab.recipes.word2vec import Word2VecSettings, run
+    from keras_bert_lab.models.word2vec.pretrain import Word2VecSettings, run
     from keras_bert_lab.vectors import read_text
 
     settings = Word2VecSettings(corpus=tuple(corpus), seed=seed, shared_pool=shared_pool,
@@ -134,7 +134,7 @@ def main():
                         help="also one run with per-pair noise words on the first backend")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from keras_bert_lab.recipes.word2vec import Word2VecSettings
+    from keras_bert_lab.models.word2vec.pretrain import Word2VecSettings
 
     defaults = Word2VecSettings()
     args.batch_size = args.batch_size or defaults.batch_size

@@ -2,7 +2,7 @@
 
 For each encoder (a deep averaging network: mean of the vectors → ReLU layer; a one-layer
 BiLSTM), four starts at equal epochs: GloVe frozen, GloVe trained, random frozen, random
-trained (``keras_bert_lab.recipes.word_classify``; registry split 8,454 / 1,057 / 1,057, Adam
+trained (``keras_bert_lab.studies.word_classify``; registry split 8,454 / 1,057 / 1,057, Adam
 3e-3, batch 32). Printed: validation and test accuracy per seed, then the mean and spread.
 
 Usage::
@@ -27,7 +27,7 @@ STARTS = [("glove", False), ("glove", True), ("random", False), ("random", True)
 def main():
     import keras
 
-    from keras_bert_lab.recipes.word_classify import ClassifySettings, run
+    from keras_bert_lab.studies.word_classify import ClassifySettings, run
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--encoders", nargs="+", default=["mean", "bilstm"])

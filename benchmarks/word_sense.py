@@ -2,7 +2,7 @@
 
 Data: the example sentences of Princeton WordNet 3.0 (registry ``wordnet``), each illustrating
 one synset; a word's occurrences are classified among themselves, leave-one-out, by the sense of
-the most cosine-similar other occurrence (``keras_bert_lab.recipes.word_sense``). Two tables:
+the most cosine-similar other occurrence (``keras_bert_lab.studies.word_sense``). Two tables:
 coarse senses (supersenses: the lexicographer files, e.g. noun.artifact / verb.contact; words
 with >= 2 supersenses of >= 3 examples) and fine senses (synsets; >= 2 synsets of >= 2
 examples). With ``--elmo PRESET`` (a biLM preset, e.g. the one ``benchmarks/elmo_pretrain.py``
@@ -34,9 +34,11 @@ GRANULARITIES = (("supersense", 3), ("synset", 2))
 def main():
     import keras
 
-    from keras_bert_lab.features import BertWordFeatures, ElmoWordFeatures, StaticWordFeatures
-    from keras_bert_lab.models.elmo import ElmoBiLM
-    from keras_bert_lab.recipes import word_sense as ws
+    from keras_bert_lab.models.bert.word_features import BertWordFeatures
+    from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
+    from keras_bert_lab.features import StaticWordFeatures
+    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+    from keras_bert_lab.studies import word_sense as ws
     from keras_bert_lab.training.run import write_json
     from keras_bert_lab.vectors import load_glove
 
