@@ -14,7 +14,7 @@ from keras_bert_lab.models.backbone import Backbone
 from keras_bert_lab.models.bert import (BertBackbone, BertClassifier, BertConfig,
                                         BertMultipleChoice, BertPretrainer, BertSpanQA,
                                         BertTokenClassifier, SentenceEmbedder)
-from keras_bert_lab.models.elmo import ElmoBiLM, ElmoConfig, ElmoLanguageModel
+from keras_bert_lab.models.elmo import ElmoBackbone, ElmoConfig, ElmoLanguageModel
 from keras_bert_lab.models.gpt import (GPTBackbone, GPTCausalLM, GPTClassifier, GPTConfig,
                                        GPTMultipleChoice, GPTSpanQA, GPTTokenClassifier)
 from keras_bert_lab.tasks.base import Task
@@ -23,7 +23,7 @@ from keras_bert_lab.version import __version__
 
 __all__ = ["AwdLstmBackbone", "AwdLstmConfig", "AwdLstmLanguageModel", "Backbone",
            "BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanQA", "BertTokenClassifier", "ElmoBiLM", "ElmoConfig", "ElmoLanguageModel",
+           "BertSpanQA", "BertTokenClassifier", "ElmoBackbone", "ElmoConfig", "ElmoLanguageModel",
            "FeatureTagger", "GPTBackbone", "GPTCausalLM", "GPTClassifier", "GPTConfig",
            "GPTMultipleChoice", "GPTSpanQA", "GPTTokenClassifier", "SentenceEmbedder", "Task",
            "UlmfitClassifier", "__version__"]

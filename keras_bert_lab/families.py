@@ -236,7 +236,8 @@ FAMILIES = (
         layout="layout:backbone_rules", distribution=("data", "model")),
     Family(
         "elmo", "ELMo", "ELMo (Peters et al. 2018): a character-based biLM and its scalar mix",
-        backbone="backbone:ElmoBiLM", config="config:ElmoConfig",
+        backbone="backbone:ElmoBackbone", config="config:ElmoConfig",
+        legacy_backbones=("ElmoBiLM",),   # its name before the family house (issue 49)
         tasks={"pretrain": "language_model:ElmoLanguageModel"},
         recipe="pretrain", cli_name="elmo", converters={"allennlp": "convert:import_original"},
         features="word_features:ElmoWordFeatures"),

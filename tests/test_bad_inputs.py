@@ -756,10 +756,10 @@ def _(env, work):
                  "--output", work / "v.txt", "--quiet"], match="no room")
 
 
-@case("kbl export --out at a file")
+@case("kbl export --output at a file")
 def _(env, work):
     target = write(work / "model.txt", "x")
-    return Case(["export", env["presets"]["single"], "--out", target, "--overwrite"],
+    return Case(["export", env["presets"]["single"], "--output", target, "--overwrite"],
                 match="not a keras_bert_lab", keep=(target,))
 
 

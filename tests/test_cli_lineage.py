@@ -50,7 +50,7 @@ def test_import_and_export_elmo(tmp_path, capsys):
     options = locate_or_skip("elmo_fixture", "options")
     weights = locate_or_skip("elmo_fixture", "weights")
     assert main(["preset", "import-elmo", str(options), str(weights), str(tmp_path / "p")]) == 0
-    assert "ElmoBiLM" in capsys.readouterr().out
+    assert "ElmoBackbone" in capsys.readouterr().out
     assert main(["preset", "export-elmo", str(tmp_path / "p"), str(tmp_path / "x")]) == 0
     assert json.loads((tmp_path / "x" / "options.json").read_text())["lstm"]["dim"] == 64
     assert main(["preset", "import-elmo", str(options), str(tmp_path / "nope.hdf5"),

@@ -34,6 +34,7 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.features", "keras_bert_lab.features.cache", "keras_bert_lab.features.extract",
     "keras_bert_lab.metrics.ngram", "keras_bert_lab.preprocessing.bpe",
     "keras_bert_lab.preprocessing.bpe_trainer", "keras_bert_lab.studies.word_sense",
+    "keras_bert_lab.preprocessing.tokenizer",
     "keras_bert_lab.preprocessing.characters", "keras_bert_lab.models.elmo.char_cnn",
     "keras_bert_lab.layers.lstm", "keras_bert_lab.models.elmo.config", "keras_bert_lab.models.elmo.backbone",
     "keras_bert_lab.models.elmo.language_model", "keras_bert_lab.models.elmo.convert",

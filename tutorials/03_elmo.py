@@ -43,7 +43,7 @@ import keras
 import numpy as np
 from matplotlib.figure import Figure
 
-from keras_bert_lab import ElmoBiLM, ElmoLanguageModel
+from keras_bert_lab import ElmoBackbone, ElmoLanguageModel
 from keras_bert_lab.data import registry
 from keras_bert_lab.data.corpora import load_corpus
 from keras_bert_lab.data.labelled import load_dataset
@@ -66,10 +66,10 @@ print(SIZE)
 # %% [markdown]
 # ## The real architecture: the original biLM's activations, reproduced
 #
-# `ElmoBiLM` is the library's biLM: the character CNN (`layers.char_cnn`), then per direction
+# `ElmoBackbone` is the library's biLM: the character CNN (`layers.char_cnn`), then per direction
 # a stack of LSTMs whose memory cells are projected down to the token width
 # (`layers.lstm.ProjectedLSTM`), with a residual connection from the second layer on.
-# `ElmoBiLM.from_original` reads a released model (`options.json` + `lm_weights.hdf5`). allennlp
+# `ElmoBackbone.from_original` reads a released model (`options.json` + `lm_weights.hdf5`). allennlp
 # ships a small one as a test fixture, with the activations the original TensorFlow code
 # (bilm-tf) computed for 30 sentences and the token vectors of 458 words. The original carries
 # each row's LSTM states from one batch to the next, so the sentences are fed as it fed them
@@ -78,7 +78,7 @@ print(SIZE)
 # %%
 fixture = {part: registry.locate("elmo_fixture", part)
            for part in ("options", "weights", "sentences", "vocab", "token_embeddings")}
-original = ElmoBiLM.from_original(fixture["options"], fixture["weights"])
+original = ElmoBackbone.from_original(fixture["options"], fixture["weights"])
 print(f"fixture biLM: {original.config.num_layers} layers, {original.config.lstm_dim} cells "
       f"projected to {original.config.projection_dim}, filters {original.config.filters}; "
       f"{original.count_params():,} weights")
@@ -110,7 +110,7 @@ tutorial.table("fixture_parity", ["what", "compared with the original's", "value
                  f"{max(top_errors):.2e}"),
                 ("char-CNN token vectors", f"{len(words)} words", expected_tokens.size,
                  f"{np.abs(got_tokens - expected_tokens).max():.2e}")],
-               "ElmoBiLM.from_original on allennlp's ELMo fixture vs the activations the "
+               "ElmoBackbone.from_original on allennlp's ELMo fixture vs the activations the "
                "original bilm-tf computed")
 
 # %% [markdown]

@@ -258,8 +258,8 @@ tutorial.table("shapes", ["shape", "task model", "input", "head reads", "output"
 # %%
 from keras_bert_lab.metrics.classification import classification_scores
 from keras_bert_lab.metrics.squad import squad_scores
-from keras_bert_lab.commands.finetune import ner
-from keras_bert_lab.commands.finetune import squad as squad_recipe
+from keras_bert_lab.metrics.entities import tagger_scores
+from keras_bert_lab.preprocessing.span_qa import predict_answers
 
 results = {}
 
@@ -325,7 +325,7 @@ tag_predictions = {}   # epoch -> predicted tags of the validation tweets
 
 
 def score_tags(model):
-    scores, predicted = ner.score(model, tagging, valid, aligned_valid)
+    scores, predicted = tagger_scores(model, tagging, valid, aligned_valid)
     tag_predictions[len(tag_predictions) + 1] = predicted
     return {k: v for k, v in scores.items() if isinstance(v, float)}
 
@@ -367,7 +367,7 @@ train_windows = qa.select(qa.trainable)
 
 
 def score_spans(model):
-    answers, _ = squad_recipe.answer(model, squad, qa, batch_size=8)
+    answers, _ = predict_answers(model, squad, qa, batch_size=8)
     return {k: v for k, v in squad_scores(squad, answers).items() if k != "total"}
 
 

@@ -129,10 +129,10 @@ tutorial.table("what_one_token_sees", ["model", "sentence", "\"Paris\" attends t
 # tables match. Then each is pretrained by the library's own recipe, with the same size, steps,
 # batch and sequence length:
 #
-# - **BERT** (`kbl pretrain`, `recipes.pretrain`): the masked language model (15 % of the tokens
+# - **BERT** (`kbl pretrain`, `models.bert.pretrain`): the masked language model (15 % of the tokens
 #   selected, 80/10/10, station 6) plus next-sentence prediction, AdamW with warm-up and linear
 #   decay;
-# - **GPT** (`kbl pretrain --model gpt`, `recipes.language_model`): the next token at every
+# - **GPT** (`kbl pretrain --model gpt`, `models.gpt.pretrain`): the next token at every
 #   position of contiguous blocks, AdamW with warm-up and cosine decay (GPT-1, §4.1).
 #
 # The same token positions are not the same training signal: GPT is scored at every position,

@@ -121,7 +121,7 @@ def run(args, kbl):
         checkpoint_every=max(1, args.steps // 3), log_every=10)
     start = step(2, f"Pretraining BERT-{args.size} from scratch on WikiText-2 ({args.steps} steps "
                     f"of {settings.batch_size} × {settings.sequence_length} tokens)",
-                 ["pretrain", "--size", args.size, "--steps", str(args.steps), "--out",
+                 ["pretrain", "--size", args.size, "--steps", str(args.steps), "--output",
                   str(output / "pretrain")])
     metrics = pretrain.run(settings, output / "pretrain", verbose=2)
     print(f"\nheld-out (WikiText-2 valid): masked-word accuracy "
@@ -168,10 +168,10 @@ def run(args, kbl):
 
 Next:
   kbl finetune classify --preset {PRESET} --dataset rotten_tomatoes --output out/rt   (all of it)
-  kbl export {sentiment}/preset --out out/sentiment_savedmodel     (serve raw text with TensorFlow)
-  kbl predict {sentiment}/preset --input reviews.txt              (your own file)
-  kbl pretrain --size small --steps 20000 --out out/bert-small    (a real pretraining run)
-  kbl --help                                                       (every command)""")
+  kbl export {sentiment}/preset --output out/sentiment_savedmodel   (serve raw text with TensorFlow)
+  kbl predict {sentiment}/preset --input reviews.txt                (your own file)
+  kbl pretrain --size small --steps 20000 --output out/bert-small   (a real pretraining run)
+  kbl --help                                                         (every command)""")
     return metrics
 
 

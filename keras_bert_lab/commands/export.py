@@ -8,10 +8,25 @@ names and probabilities, with tokenization inside the graph, and loads with
 way. Example::
 
     kbl finetune classify --dataset rotten_tomatoes --output out/sentiment
-    kbl export out/sentiment/preset --out export/sentiment
+    kbl export out/sentiment/preset --output export/sentiment
     python -c "import tensorflow as tf; m = tf.saved_model.load('export/sentiment'); \\
                print(m.serve(tf.constant(['A gripping, funny film.']))['label'])"
+
+``--out`` is the old spelling of ``--output`` (it warns, and goes in the next release).
 """
+
+import argparse
+import warnings
+
+
+class OldSpelling(argparse.Action):
+    """Store the value; warn when the option was given by its old spelling (``--out``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string == "--out":
+            warnings.warn("kbl export --out is now --output; the old spelling goes in the next "
+                          "release.", FutureWarning, stacklevel=2)
+        setattr(namespace, self.dest, values)
 
 
 def register(subparsers):
@@ -24,7 +39,8 @@ def register(subparsers):
                     "tf.saved_model.load without keras_bert_lab, Keras or tensorflow-text.")
     p.add_argument("preset", help="a BertClassifier preset: directory (e.g. the preset/ folder "
                                   "of `kbl finetune classify|pair`) or name")
-    p.add_argument("--out", required=True, help="the export directory to write")
+    p.add_argument("--output", "--out", dest="output", required=True, action=OldSpelling,
+                   help="the export directory to write (--out: the old spelling)")
     p.add_argument("--format", choices=("saved_model", "onnx"), default="saved_model",
                    help="saved_model: strings in, labels and scores out, tokenizer inside; onnx: "
                         "packed ids in, logits out, vocab.txt beside it (needs onnx, "
@@ -39,7 +55,7 @@ def register(subparsers):
     inputs.add_argument("--single", dest="pair", action="store_false",
                         help="the model reads one text: serve(text)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace --out if it holds a previous export (any other folder is "
+                   help="replace --output if it holds a previous export (any other folder is "
                         "refused)")
     p.set_defaults(func=run)
     return p
@@ -50,13 +66,13 @@ def run(args):
     from keras_bert_lab.export import export_onnx, export_saved_model, read_export_info
 
     if args.format == "onnx":
-        directory = export_onnx(args.preset, args.out, sequence_length=args.sequence_length,
+        directory = export_onnx(args.preset, args.output, sequence_length=args.sequence_length,
                                 pair=args.pair, overwrite=args.overwrite)
         print(f"wrote {directory}: model.onnx (token_ids, segment_ids, padding_mask -> logits), "
               "vocab.txt, keras_bert_lab_onnx.json\n  load: import onnxruntime; "
               f"onnxruntime.InferenceSession({str(directory / 'model.onnx')!r})")
         return directory
-    directory = export_saved_model(args.preset, args.out, sequence_length=args.sequence_length,
+    directory = export_saved_model(args.preset, args.output, sequence_length=args.sequence_length,
                                    pair=args.pair, overwrite=args.overwrite)
     info = read_export_info(directory)
     serve = info["signatures"]["serve"]

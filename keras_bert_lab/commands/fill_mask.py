@@ -20,7 +20,7 @@ sentence encoder do not.
 
 Example::
 
-    kbl pretrain --corpus wikitext2 --out out/pretrain ...
+    kbl pretrain --corpus wikitext2 --output out/pretrain ...
     kbl fill-mask out/pretrain/preset "The capital of France is [MASK]." -k 5
 """
 

@@ -50,11 +50,11 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
     parser.add_argument("--model", choices=[f.cli_name for f in pretrainable()], default="bert",
                         help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
-                             "decoder on contiguous text (recipes.language_model); elmo: the "
+                             "decoder on contiguous text (models.gpt.pretrain); elmo: the "
                              "biLM, forward and backward word LMs over characters "
-                             "(recipes.elmo_pretrain); awd-lstm: ULMFiT's word LM by truncated "
+                             "(models.elmo.pretrain); awd-lstm: ULMFiT's word LM by truncated "
                              "BPTT, from scratch or fine-tuned with --init-preset "
-                             "(recipes.awd_pretrain)")
+                             "(models.awd_lstm.pretrain)")
     parser.add_argument("--bpe-merges", type=int, default=None,
                         help="gpt (default 8000): merges of the byte-pair vocabulary learned on "
                              "the corpus when --vocabulary (vocab.txt + merges.txt) is not given")

@@ -10,5 +10,5 @@ from keras_bert_lab.export.saved_model import worker
 
 if __name__ == "__main__":
     if len(sys.argv) != 8 or sys.argv[1] != "--worker":
-        sys.exit("internal entry point of keras_bert_lab.export; use `kbl export PRESET --out DIR`")
+        sys.exit("internal entry point of keras_bert_lab.export; use `kbl export PRESET --output DIR`")
     sys.exit(worker(sys.argv[2:]))

@@ -140,3 +140,19 @@ def entity_scores(true_tags, predicted_tags, mode="conlleval"):
     total = _prf(len(true_set & pred_set), len(pred_set), len(true_set))
     return {**total, "predicted": len(pred_set), "correct": len(true_set & pred_set),
             "per_type": per_type}
+
+
+def tagger_scores(model, preprocessor, sentences, data, batch_size=32):
+    """``(scores, predicted_tags)``: entity scores of ``model`` on aligned ``sentences`` — seqeval
+    default (``precision``, ``recall``, ``f1``, ``per_type``) plus ``strict_*`` (strict IOB2, when
+    the tags are IOB2) — and one predicted tag per word (batches cut to length, padded back)."""
+    predicted = preprocessor.decode(model.predict_packed(data.features, batch_size=batch_size),
+                                    data)
+    gold = [s.tags for s in sentences]
+    scores = entity_scores(gold, predicted)
+    try:
+        strict = entity_scores(gold, predicted, mode="strict")
+        scores.update({f"strict_{k}": strict[k] for k in ("precision", "recall", "f1")})
+    except DataError:
+        pass  # tags outside IOB2: conlleval scoring only
+    return scores, predicted

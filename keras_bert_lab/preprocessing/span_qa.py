@@ -356,3 +356,14 @@ class SpanQAPreprocessor:
         ``features``; ``kwargs`` as in :func:`postprocess`."""
         return postprocess(examples, features, logits["start_logits"], logits["end_logits"],
                            **kwargs)[0]
+
+
+def predict_answers(model, examples, features, version_2=False, batch_size=32, n_best=20,
+           max_answer_length=30, null_threshold=0.0):
+    """``(predictions, n_best_lists)`` of ``model`` on prepared features (see
+    :func:`postprocess`): the scores of every window, in batches cut to their longest window
+    and padded back with a very low score."""
+    logits = model.predict_packed(features.inputs, batch_size=batch_size)
+    return postprocess(examples, features, logits["start_logits"], logits["end_logits"],
+                       n_best=n_best, max_answer_length=max_answer_length, version_2=version_2,
+                       null_threshold=null_threshold)

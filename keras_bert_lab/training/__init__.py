@@ -3,5 +3,5 @@ decay rule (and layer-wise rates), learning-rate schedules, checkpoints that res
 callbacks, the run folder (settings, CSV log, curves, metrics) and the two loops — pretraining in
 phases of steps, fine-tuning in epochs with the best one kept. Backend-agnostic Keras only: the
 data arrive as datasets from :mod:`keras_bert_lab.pipelines`, wired by
-:mod:`keras_bert_lab.recipes`.
+each family's recipe (``models/<family>/pretrain.py``) and the ``kbl`` commands.
 """

@@ -11,10 +11,9 @@ import pytest
 from keras_bert_lab import BertBackbone, BertConfig
 from keras_bert_lab.data.registry import locate
 from keras_bert_lab.pipelines.batches import batches
-from keras_bert_lab.commands.finetune import squad as squad_cli
 from keras_bert_lab.data.squad import read_squad
 from keras_bert_lab.metrics.squad import squad_scores
-from keras_bert_lab.preprocessing.span_qa import SpanQAPreprocessor, prepare_features
+from keras_bert_lab.preprocessing.span_qa import SpanQAPreprocessor, predict_answers, prepare_features
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from keras_bert_lab.models.bert.span_qa import BertSpanQA
 from tests.synthetic_squad import synthetic_squad
@@ -59,7 +58,7 @@ def test_a_tiny_model_learns_templated_questions(trained):
     model, tokenizer, valid, _ = trained
     examples, _ = read_squad(valid)
     features = prepare_features(examples, tokenizer, sequence_length=LENGTH, doc_stride=16)
-    predictions, _ = squad_cli.answer(model, examples, features)
+    predictions, _ = predict_answers(model, examples, features)
     scores = squad_scores(examples, predictions)
     assert scores["exact_match"] >= 90.0, scores
 
@@ -70,7 +69,7 @@ def test_the_answer_in_the_last_window_of_a_2000_token_context(trained):
     assert min(len(tokenizer(e.context)) for e in examples) > 1800
     features = prepare_features(examples, tokenizer, sequence_length=LENGTH, doc_stride=16)
     assert len(features) > 100 * len(examples)
-    predictions, n_best = squad_cli.answer(model, examples, features)
+    predictions, n_best = predict_answers(model, examples, features)
     scores = squad_scores(examples, predictions)
     # Each answer competes with ~120 windows that hold no fact. A 2-layer model trained for 20 s
     # finds most (4–6 of 6 depending on the backend's random init; sometimes "grey" for "grey

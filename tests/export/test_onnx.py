@@ -87,7 +87,7 @@ def test_command_line_refuses_a_folder_that_is_no_onnx_export(exported, tmp_path
     other = tmp_path / "notes"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
-    code = main(["export", str(preset), "--out", str(other), "--format", "onnx", "--overwrite",
+    code = main(["export", str(preset), "--output", str(other), "--format", "onnx", "--overwrite",
                  "--pair"])
     assert code == 2 and "not a keras_bert_lab export (onnx" in capsys.readouterr().err
     assert (other / "keep.txt").read_text() == "mine"

@@ -116,7 +116,7 @@ def exports(trained):
     """The single model through ``kbl export``; the pair model with the API (given as a model),
     replacing a copy of the first export (``overwrite=True``)."""
     root = trained["root"]
-    args = parse(str(trained["single"]["preset"]), "--out", str(root / "single"))
+    args = parse(str(trained["single"]["preset"]), "--output", str(root / "single"))
     single = args.func(args)
     shutil.copytree(single, root / "pair")
     model = BertClassifier.from_preset(trained["pair"]["preset"])  # a model, not a directory
@@ -273,7 +273,7 @@ def test_overwrite_never_replaces_a_folder_that_is_not_an_export(trained, tmp_pa
     precious = tmp_path / "thesis"
     precious.mkdir()
     (precious / "chapter1.txt").write_text("years of work")
-    args = parse(str(trained["single"]["preset"]), "--out", str(precious), "--overwrite")
+    args = parse(str(trained["single"]["preset"]), "--output", str(precious), "--overwrite")
     with pytest.raises(ConfigError, match="is not a keras_bert_lab export"):
         args.func(args)
     assert (precious / "chapter1.txt").read_text() == "years of work"
@@ -319,7 +319,13 @@ def test_single_or_pair_must_be_known(trained, tmp_path, vocab):
     with pytest.raises(ConfigError, match="sequence_length=513 is out of range"):
         export_saved_model(path, tmp_path / "out", pair=False, sequence_length=513)
     with pytest.raises(SystemExit):
-        parse(str(path), "--out", "x", "--pair", "--single")
+        parse(str(path), "--output", "x", "--pair", "--single")
+
+
+def test_the_old_spelling_of_output_still_works_with_a_warning():
+    with pytest.warns(FutureWarning, match="--out is now --output"):
+        args = parse("preset", "--out", "x")
+    assert args.output == "x"
 
 
 # ---- the in-graph pieces, in this process -----------------------------------------------------

@@ -106,13 +106,13 @@ def test_elmo_word_features_are_the_original_biLM_layers_without_the_boundaries(
 
     import h5py
 
-    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+    from keras_bert_lab.models.elmo.backbone import ElmoBackbone
     from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
     from tests.conftest import locate_or_skip
 
     parts = {p: locate_or_skip("elmo_fixture", p) for p in ("options", "weights", "sentences",
                                                             "embeddings_1")}
-    source = ElmoWordFeatures(ElmoBiLM.from_original(parts["options"], parts["weights"]))
+    source = ElmoWordFeatures(ElmoBackbone.from_original(parts["options"], parts["weights"]))
     sentence = json.loads(parts["sentences"].read_text())[1][0].split()  # batch 0: zero states
     (features,) = source([sentence])
     with h5py.File(parts["embeddings_1"], "r") as f:

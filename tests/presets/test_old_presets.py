@@ -1,7 +1,7 @@
 """Presets written before the family house (commit e30f6a2) load and compute what they did.
 
 ``tests/fixtures/presets_e30f6a2`` holds one preset per family written by that version — no
-``family`` in ``config.json``, no tokenizer class, ELMo's backbone named ``ElmoBiLM`` — and the
+``family`` in ``config.json``, no tokenizer class, ELMo's backbone named ``ElmoBackbone`` — and the
 outputs that version computed on saved inputs (``make_presets_e30f6a2.py``, run in a checkout of
 the commit). Each loads through its own class and through the generic loaders, on every backend.
 """

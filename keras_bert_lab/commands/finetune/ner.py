@@ -26,8 +26,7 @@ import csv
 # The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
 # `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
 from keras_bert_lab.data import conll, registry
-from keras_bert_lab.errors import ConfigError, DataError
-from keras_bert_lab.metrics.entities import MODES, entity_scores
+from keras_bert_lab.metrics.entities import MODES, tagger_scores
 from keras_bert_lab.commands.finetune import common
 
 
@@ -86,22 +85,6 @@ def load_splits(args):
         read_dataset)
 
 
-def score(model, preprocessor, sentences, data, batch_size=32):
-    """``(scores, predicted_tags)``: entity scores of ``model`` on aligned ``sentences`` — seqeval
-    default (``precision``, ``recall``, ``f1``, ``per_type``) plus ``strict_*`` (strict IOB2, when
-    the tags are IOB2) — and one predicted tag per word (batches cut to length, padded back)."""
-    predicted = preprocessor.decode(model.predict_packed(data.features, batch_size=batch_size),
-                                    data)
-    gold = [s.tags for s in sentences]
-    scores = entity_scores(gold, predicted)
-    try:
-        strict = entity_scores(gold, predicted, mode="strict")
-        scores.update({f"strict_{k}": strict[k] for k in ("precision", "recall", "f1")})
-    except DataError:
-        pass  # tags outside IOB2: conlleval scoring only
-    return scores, predicted
-
-
 def _scalars(scores):
     return {k: float(v) for k, v in scores.items() if isinstance(v, (int, float))}
 
@@ -153,19 +136,19 @@ def run(args):
     prefix = "" if args.scheme_mode == "conlleval" else "strict_"
 
     def evaluate(model):
-        scores, _ = score(model, preprocessor, splits["valid"], aligned["valid"],
-                          settings.batch_size)
+        scores, _ = tagger_scores(model, preprocessor, splits["valid"], aligned["valid"],
+                                  settings.batch_size)
         return _scalars(scores)
 
     report = common.fine_tune(model, train, settings, evaluate, monitor=prefix + "f1")
-    valid_scores, valid_predicted = score(model, preprocessor, splits["valid"], aligned["valid"],
-                                          settings.batch_size)
+    valid_scores, valid_predicted = tagger_scores(model, preprocessor, splits["valid"],
+                                                  aligned["valid"], settings.batch_size)
     write_predictions(output / "valid_predictions.conll", splits["valid"], valid_predicted)
     tables = {"valid": valid_scores["per_type"]}
     test_metrics = None
     if splits["test"]:
-        test_scores, test_predicted = score(model, preprocessor, splits["test"], aligned["test"],
-                                            settings.batch_size)
+        test_scores, test_predicted = tagger_scores(model, preprocessor, splits["test"],
+                                                    aligned["test"], settings.batch_size)
         write_predictions(output / "test_predictions.conll", splits["test"], test_predicted)
         tables["test"] = test_scores["per_type"]
         test_metrics = _scalars(test_scores)

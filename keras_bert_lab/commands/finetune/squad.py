@@ -25,6 +25,7 @@ import pathlib
 from keras_bert_lab.data.squad import check_trainable, read_squad
 from keras_bert_lab.metrics.squad import squad_scores
 from keras_bert_lab.commands.finetune import common
+from keras_bert_lab.preprocessing.span_qa import predict_answers
 
 
 def register(subparsers):
@@ -67,19 +68,6 @@ def register(subparsers):
     return parser
 
 
-def answer(model, examples, features, version_2=False, batch_size=32, n_best=20,
-           max_answer_length=30, null_threshold=0.0):
-    """``(predictions, n_best_lists)`` of ``model`` on prepared features (see
-    :func:`keras_bert_lab.preprocessing.span_qa.postprocess`): the scores of every window, in
-    batches cut to their longest window and padded back with a very low score."""
-    from keras_bert_lab.preprocessing.span_qa import postprocess
-
-    logits = model.predict_packed(features.inputs, batch_size=batch_size)
-    return postprocess(examples, features, logits["start_logits"], logits["end_logits"],
-                       n_best=n_best, max_answer_length=max_answer_length, version_2=version_2,
-                       null_threshold=null_threshold)
-
-
 @common.guard
 def run(args):
     """Run ``kbl finetune squad`` from parsed arguments; returns the metrics dict."""
@@ -107,18 +95,18 @@ def run(args):
                     batch_size=settings.batch_size, shuffle=True, seed=settings.seed)
 
     def evaluate(model):
-        predictions, _ = answer(model, valid_examples, valid_features, **post)
+        predictions, _ = predict_answers(model, valid_examples, valid_features, **post)
         scores = squad_scores(valid_examples, predictions, version_2=version_2)
         return {k: v for k, v in scores.items() if not k.endswith("total")}
 
     report = common.fine_tune(model, train, settings, evaluate, monitor="f1")
-    valid_predictions, _ = answer(model, valid_examples, valid_features, **post)
+    valid_predictions, _ = predict_answers(model, valid_examples, valid_features, **post)
     _write_json(output / "valid_predictions.json", valid_predictions)
     test_metrics, predictions = None, valid_predictions
     if args.predict:
         examples, predict_v2 = read_squad(args.predict, version_2=version_2 or None,
                                           encoding=args.encoding)
-        predictions, n_best = answer(model, examples, preprocessor(examples),
+        predictions, n_best = predict_answers(model, examples, preprocessor(examples),
                                      **post)
         _write_json(output / "n_best.json", n_best)
         if any(e.gold_texts for e in examples) or predict_v2:

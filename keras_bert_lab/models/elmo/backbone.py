@@ -1,4 +1,4 @@
-"""``ElmoBiLM``: the bidirectional LM of ELMo (Peters et al. 2018) as a functional model.
+"""``ElmoBackbone``: the bidirectional LM of ELMo (Peters et al. 2018) as a functional model.
 
 Each token is encoded from its characters (:class:`~keras_bert_lab.models.elmo.char_cnn.CharacterCNN`),
 then two independent stacks of projected LSTMs
@@ -12,7 +12,7 @@ itself, layer ``i`` the forward and backward outputs of LSTM layer ``i`` side by
 Statefulness: the original biLM (bilm-tf, and allennlp's ``_ElmoBiLm``) does not start each batch
 from zero LSTM states — every row starts from the final states the same row left in the previous
 batch. A call of the backbone starts from zeros (each sentence on its own);
-:meth:`ElmoBiLM.stateful_model` takes and returns the states, to reproduce the original's outputs
+:meth:`ElmoBackbone.stateful_model` takes and returns the states, to reproduce the original's outputs
 batch after batch.
 
 Shapes: ``B`` batch, ``T`` tokens (``<S>`` and ``</S>`` included when added), ``C`` characters
@@ -22,13 +22,15 @@ Example:
 >>> import numpy as np
 >>> ids = np.zeros((2, 6, 50), "int32")   # made by preprocessing.characters.character_ids
 >>> ids[0, :6], ids[1, :4] = 261, 261     # two sentences of 6 and 4 (padding-character) tokens
->>> bilm = ElmoBiLM("tiny")
+>>> bilm = ElmoBackbone("tiny")
 >>> out = bilm(ids)
 >>> [tuple(h.shape) for h in out["hidden_states"]], len(out["forward"])
 ([(2, 6, 32), (2, 6, 32), (2, 6, 32)], 2)
 >>> keras.ops.convert_to_numpy(out["padding_mask"]).tolist()
 [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]
 """
+
+import warnings
 
 import keras
 import numpy as np
@@ -45,7 +47,7 @@ INPUT_NAME = "character_ids"
 
 
 def _run(bilm, character_ids, states=None, training=None):
-    """The biLM's computation, shared by the backbone's graph and :meth:`ElmoBiLM.stateful_model`.
+    """The biLM's computation, shared by the backbone's graph and :meth:`ElmoBackbone.stateful_model`.
 
     ``states``: ``None`` (zeros) or (B, S) — per layer, forward then backward, ``[h (P), c (U)]``.
     Returns the outputs dict, with the final ``states`` (B, S) added when ``states`` is given.
@@ -82,7 +84,7 @@ def _run(bilm, character_ids, states=None, training=None):
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
-class ElmoBiLM(Backbone):
+class ElmoBackbone(Backbone):
     """ELMo's biLM (see the module docstring): character ids in, every layer's activations out.
 
     Input: ``character_ids`` (B, T, C) int — a tensor, or a dict with that key — made by
@@ -97,7 +99,7 @@ class ElmoBiLM(Backbone):
             ``"original"``).
         dtype: optional dtype policy.
 
-    ``ElmoBiLM.from_original(options_json, lm_weights_hdf5)`` loads a released biLM;
+    ``ElmoBackbone.from_original(options_json, lm_weights_hdf5)`` loads a released biLM;
     ``from_preset``/``save_to_preset`` work as for every backbone (the preset's vocabulary is the
     language model's word vocabulary, ``vocab_size`` words).
     """
@@ -179,7 +181,7 @@ class ElmoBiLM(Backbone):
         """``{"character_ids": ...}`` checked, or ``InputError`` naming the problem and fix."""
         if isinstance(inputs, dict):
             if INPUT_NAME not in inputs:
-                raise InputError(f"ElmoBiLM takes '{INPUT_NAME}' (B, T, "
+                raise InputError(f"ElmoBackbone takes '{INPUT_NAME}' (B, T, "
                                  f"{self.config.max_characters}), got keys {sorted(inputs)}.")
             inputs = {INPUT_NAME: inputs[INPUT_NAME]}
         else:
@@ -189,10 +191,10 @@ class ElmoBiLM(Backbone):
         dtype = keras.backend.standardize_dtype(x.dtype)
         shape = tuple(x.shape)
         if "int" not in dtype:
-            raise InputError(f"ElmoBiLM '{INPUT_NAME}' must hold integer character ids, got dtype "
+            raise InputError(f"ElmoBackbone '{INPUT_NAME}' must hold integer character ids, got dtype "
                              f"{dtype}; make them with preprocessing.characters.character_ids.")
         if len(shape) != 3 or shape[-1] not in (None, self.config.max_characters):
-            raise InputError(f"ElmoBiLM '{INPUT_NAME}' must be (batch, tokens, "
+            raise InputError(f"ElmoBackbone '{INPUT_NAME}' must be (batch, tokens, "
                              f"{self.config.max_characters}), got {shape}.")
         if not isinstance(x, keras.KerasTensor):
             try:
@@ -201,14 +203,24 @@ class ElmoBiLM(Backbone):
                 values = None
             if values is not None and values.size and (
                     values.min() < 0 or values.max() >= self.config.num_characters):
-                raise InputError(f"ElmoBiLM '{INPUT_NAME}' holds id {int(values.max())} or "
+                raise InputError(f"ElmoBackbone '{INPUT_NAME}' holds id {int(values.max())} or "
                                  f"{int(values.min())} outside [0, {self.config.num_characters})"
                                  "; character ids are UTF-8 bytes + 1 and markers up to 261.")
         return inputs
 
 
 class _Parts:
-    """The layers of an ``ElmoBiLM`` before the model exists (see ``ElmoBiLM.__init__``)."""
+    """The layers of an ``ElmoBackbone`` before the model exists (see ``ElmoBackbone.__init__``)."""
 
     def __init__(self, **parts):
         self.__dict__.update(parts)
+
+
+@keras.saving.register_keras_serializable("keras_bert_lab")
+class ElmoBiLM(ElmoBackbone):
+    """The old name of :class:`ElmoBackbone` (until the next release); warns when built."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn("ElmoBiLM is now ElmoBackbone (keras_bert_lab.models.elmo); the old name "
+                      "goes in the next release.", DeprecationWarning, stacklevel=2)
+        super().__init__(*args, **kwargs)

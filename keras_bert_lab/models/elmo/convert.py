@@ -10,7 +10,7 @@ bilm-tf's ``dump_weights`` writes the biLM (not its softmax) as one HDF5 file::
                                              .../B    [4U]          (forget bias +1 not included)
                                              .../W_P_0 [U, P]
 
-Each tensor maps by name to one variable of :class:`~keras_bert_lab.models.elmo.backbone.ElmoBiLM`
+Each tensor maps by name to one variable of :class:`~keras_bert_lab.models.elmo.backbone.ElmoBackbone`
 (:func:`weight_table`), unchanged except two reshapes: the character embedding gains the zero row
 0 that the +1-shifted character ids use for padding (bilm-tf and allennlp add it the same way when
 they load), and the convolution kernels lose their leading 1. The same table writes the file back
@@ -146,7 +146,7 @@ def config_from_options(options):
     if unknown:
         raise ConfigError(f"options.json has unknown option(s) {unknown}.")
     if options.get("bidirectional") is False:
-        raise ConfigError("options.json: bidirectional is false; ElmoBiLM is bidirectional.")
+        raise ConfigError("options.json: bidirectional is false; ElmoBackbone is bidirectional.")
     for section, keys in KNOWN_OPTIONS.items():
         unknown = sorted(set(options[section]) - set(keys))
         if unknown:
@@ -298,7 +298,7 @@ def _check(found, table, config, path):
 
 def import_original(options, weights, preset_dir, vocabulary=None, source=None, license=None,
                     overwrite=False):
-    """Write a preset directory (``ElmoBiLM``) from a released biLM.
+    """Write a preset directory (``ElmoBackbone``) from a released biLM.
 
     ``vocabulary``: the language model's word vocabulary (a vocab.txt path or a token list),
     needed when ``options.json`` has ``n_tokens_vocab``; it sets ``vocab_size``. Without it the
@@ -312,7 +312,7 @@ def import_original(options, weights, preset_dir, vocabulary=None, source=None, 
                           "biLM was trained with (vocabulary=<vocab.txt>).")
     config["vocab_size"] = len(tokens)
     return preset_format.write_preset(
-        preset_dir, backbone_class="ElmoBiLM", config=config, weights=named, vocabulary=tokens,
+        preset_dir, backbone_class="ElmoBackbone", config=config, weights=named, vocabulary=tokens,
         tokenizer={"lowercase": False}, overwrite=overwrite, license=license,
         source=source or f"ELMo biLM {pathlib.Path(os.fspath(weights)).absolute()}")
 
@@ -320,8 +320,8 @@ def import_original(options, weights, preset_dir, vocabulary=None, source=None, 
 def export_original(model, directory, overwrite=False):
     """Write ``options.json`` and ``lm_weights.hdf5`` in the release layout into ``directory``.
 
-    ``model``: an ``ElmoBiLM``, a task holding one as ``backbone`` (its softmax is not written:
-    the release format has none), or an ``ElmoBiLM`` preset directory. Returns the directory.
+    ``model``: an ``ElmoBackbone``, a task holding one as ``backbone`` (its softmax is not written:
+    the release format has none), or an ``ElmoBackbone`` preset directory. Returns the directory.
     """
     import h5py
 
@@ -337,7 +337,7 @@ def export_original(model, directory, overwrite=False):
     table = weight_table(config)
     absent = sorted(entry.name for entry in table.values() if entry.name not in weights)
     if absent:
-        raise PresetError(f"Cannot export: the model lacks {absent} (not an ElmoBiLM of this "
+        raise PresetError(f"Cannot export: the model lacks {absent} (not an ElmoBackbone of this "
                           "config?).")
     with preset_format.atomic_directory(directory, overwrite=overwrite) as tmp:
         (tmp / OPTIONS_FILE).write_text(json.dumps(options_from_config(config), indent=2) + "\n",

@@ -22,7 +22,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``V`` words, ``P`` projection.
 Example:
 >>> import numpy as np
 >>> from keras_bert_lab.models.elmo.config import ElmoConfig
->>> model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=20, num_layers=1)))
+>>> model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=20, num_layers=1)))
 >>> token_ids = np.array([[1, 5, 6, 7, 2], [1, 8, 2, 0, 0]])   # <S> … </S>, then padding
 >>> padding_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
 >>> y, weights = language_model_targets(token_ids, padding_mask)
@@ -40,7 +40,7 @@ import numpy as np
 
 from keras_bert_lab.errors import ConfigError, InputError
 from keras_bert_lab.layers.common import dropout
-from keras_bert_lab.models.elmo.backbone import INPUT_NAME, ElmoBiLM
+from keras_bert_lab.models.elmo.backbone import INPUT_NAME, ElmoBackbone
 from keras_bert_lab.tasks.base import Task
 
 DIRECTIONS = ("forward", "backward")
@@ -70,7 +70,7 @@ def language_model_targets(token_ids, padding_mask=None):
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
 class ElmoLanguageModel(Task):
-    """Forward and backward LM heads with a shared softmax over an ``ElmoBiLM``.
+    """Forward and backward LM heads with a shared softmax over an ``ElmoBackbone``.
 
     Input: ``character_ids`` (B, T, C). Outputs: ``{"forward": (B, T, V), "backward": (B, T, V)}``
     float32 logits — position ``t`` scores token ``t + 1`` (forward) and ``t − 1`` (backward).
@@ -82,7 +82,7 @@ class ElmoLanguageModel(Task):
     cross-entropy, and ``evaluate`` reports the full one.
 
     Args:
-        backbone: an ``ElmoBiLM`` whose config has ``vocab_size > 0`` (the softmax's ``V``).
+        backbone: an ``ElmoBackbone`` whose config has ``vocab_size > 0`` (the softmax's ``V``).
         num_sampled: 0 for the full softmax in training; else the number of words sampled per
             batch (with replacement; ``1 ≤ num_sampled < V``). The vocabulary must be ranked by
             falling frequency after any special words, as built vocabularies are.
@@ -95,7 +95,7 @@ class ElmoLanguageModel(Task):
     def __init__(self, backbone, num_sampled=0, seed=None, **kwargs):
         config = backbone.config
         if not config.vocab_size:
-            raise ConfigError("ElmoLanguageModel needs a word vocabulary: build the ElmoBiLM with "
+            raise ConfigError("ElmoLanguageModel needs a word vocabulary: build the ElmoBackbone with "
                               "ElmoConfig(vocab_size=<number of words>) (or a preset that has "
                               "one).")
         num_sampled = int(num_sampled)

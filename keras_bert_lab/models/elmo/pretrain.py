@@ -46,7 +46,7 @@ import keras
 import numpy as np
 
 from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+from keras_bert_lab.models.elmo.backbone import ElmoBackbone
 from keras_bert_lab.models.elmo.config import ElmoConfig
 from keras_bert_lab.pipelines.language_model import heldout_blocks
 from keras_bert_lab.metrics.ngram import kneser_ney_perplexity
@@ -156,7 +156,7 @@ def build_model(settings, vocab_size):
     """A compiled ``ElmoLanguageModel``: AdamW (warm-up, cosine) or bilm-tf's Adagrad."""
     keras.config.set_dtype_policy(settings.precision)
     config = ElmoConfig.from_size(settings.size, vocab_size=vocab_size, dropout=settings.dropout)
-    model = ElmoLanguageModel(ElmoBiLM(config), num_sampled=settings.sampled_softmax)
+    model = ElmoLanguageModel(ElmoBackbone(config), num_sampled=settings.sampled_softmax)
     rate = settings.peak_learning_rate
     if settings.optimizer == "adagrad":
         optimizer = keras.optimizers.Adagrad(learning_rate=rate, initial_accumulator_value=1.0,

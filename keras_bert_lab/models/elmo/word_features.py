@@ -10,16 +10,16 @@ Shapes: ``N`` sentences, ``T`` tokens, ``K`` layers, ``H`` width.
 
 import numpy as np
 class ElmoWordFeatures:
-    """Every layer of an ``ElmoBiLM`` for each word, ``<S>``/``</S>`` added around the sentence
+    """Every layer of an ``ElmoBackbone`` for each word, ``<S>``/``</S>`` added around the sentence
     (as the biLM was trained) and dropped from the output.
 
     Args:
-        bilm: an ``ElmoBiLM`` (or a task holding one as ``backbone``).
+        bilm: an ``ElmoBackbone`` (or a task holding one as ``backbone``).
         batch_size: sentences per forward pass. name: recorded in caches.
 
     Example:
-    >>> from keras_bert_lab.models.elmo.backbone import ElmoBiLM
-    >>> source = ElmoWordFeatures(ElmoBiLM("tiny"))
+    >>> from keras_bert_lab.models.elmo.backbone import ElmoBackbone
+    >>> source = ElmoWordFeatures(ElmoBackbone("tiny"))
     >>> [f.shape for f in source([["Stick", "to", "the", "plan"], ["a", "stick"]])]
     [(4, 3, 32), (2, 3, 32)]
     """
@@ -36,9 +36,9 @@ class ElmoWordFeatures:
         """The source of an ELMo preset's biLM, named after the preset. ``sequence_length`` and
         ``pooling`` are the piece-level sources' settings: the biLM reads whole words (its
         characters) and sentences of any length, so they do not apply and are not used."""
-        from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+        from keras_bert_lab.models.elmo.backbone import ElmoBackbone
 
-        return cls(ElmoBiLM.from_preset(preset), batch_size=batch_size, name=str(preset))
+        return cls(ElmoBackbone.from_preset(preset), batch_size=batch_size, name=str(preset))
 
     def describe(self):
         return {"source": "elmo", "model": self.name, "num_layers": self.num_layers,

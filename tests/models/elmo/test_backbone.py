@@ -1,4 +1,4 @@
-"""ElmoBiLM, its config and the ElmoLanguageModel task: outputs, masking, training, serialisation.
+"""ElmoBackbone, its config and the ElmoLanguageModel task: outputs, masking, training, serialisation.
 
 Parity with the original's activations is in tests/models/elmo/test_convert.py.
 """
@@ -11,7 +11,7 @@ import pytest
 
 from keras_bert_lab.data import registry
 from keras_bert_lab.errors import ConfigError, InputError
-from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+from keras_bert_lab.models.elmo.backbone import ElmoBackbone
 from keras_bert_lab.models.elmo.config import ElmoConfig
 from keras_bert_lab.models.elmo.language_model import ElmoLanguageModel, language_model_targets
 from tests.conftest import locate_or_skip, to_numpy
@@ -45,7 +45,7 @@ def test_tiny_is_the_fixture_architecture_and_counts_its_weights():
                      else None)
     # the file's tensors + the padding row the +1-shifted character ids need
     assert TINY.num_parameters() == sum(sizes) + TINY.character_dim
-    assert ElmoBiLM(TINY).count_params() == TINY.num_parameters()
+    assert ElmoBackbone(TINY).count_params() == TINY.num_parameters()
 
 
 @pytest.mark.parametrize("size, millions", [("small", 13.6), ("medium", 28.0), ("original", 93.6)])
@@ -64,12 +64,12 @@ def test_mini_size_counts_its_weights():
     lstm = (128 + 128) * 4 * 512 + 4 * 512 + 512 * 128                    # 591,872 each
     assert characters + convolutions + highway + projection + 4 * lstm == 2_996_448
     assert ElmoConfig.from_size("mini").num_parameters() == 2_996_448
-    assert ElmoBiLM("mini").count_params() == 2_996_448
+    assert ElmoBackbone("mini").count_params() == 2_996_448
 
 
 def test_num_parameters_matches_the_model_with_softmax_and_dropout():
     config = ElmoConfig.from_size("tiny", vocab_size=30, dropout=0.1, num_layers=3)
-    model = ElmoLanguageModel(ElmoBiLM(config))
+    model = ElmoLanguageModel(ElmoBackbone(config))
     assert model.count_params() == config.num_parameters(softmax=True)
 
 
@@ -102,7 +102,7 @@ def test_options_errors_name_the_option():
 @pytest.fixture(scope="module")
 def bilm():
     """One tiny biLM for the tests below: its compiled predict function is reused."""
-    return ElmoBiLM(TINY)
+    return ElmoBackbone(TINY)
 
 
 def test_outputs_layout_and_padding_invariance(bilm):
@@ -166,11 +166,11 @@ def assert_same_weights(a, b):
 
 
 def test_keras_round_trip(tmp_path):
-    bilm = ElmoBiLM(ElmoConfig.from_size("tiny", dropout=0.1))
+    bilm = ElmoBackbone(ElmoConfig.from_size("tiny", dropout=0.1))
     path = tmp_path / "elmo.keras"
     bilm.save(path)
     loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, ElmoBiLM) and loaded.config == bilm.config
+    assert isinstance(loaded, ElmoBackbone) and loaded.config == bilm.config
     assert_same_weights(loaded, bilm)  # same config, same constructor, same weights
 
 
@@ -192,7 +192,7 @@ def test_targets_shift_each_direction():
 def test_language_model_fits():
     # one LSTM layer per direction: the training step's compilation is the slow part of this test
     config = ElmoConfig.from_size("tiny", vocab_size=40, dropout=0.1, num_layers=1)
-    model = ElmoLanguageModel(ElmoBiLM(config))
+    model = ElmoLanguageModel(ElmoBackbone(config))
     ids, y, weights = lm_batch()
     assert {k: (tuple(v.shape), v.dtype) for k, v in model.output.items()} == {
         d: ((None, None, 40), "float32") for d in ("forward", "backward")}
@@ -208,7 +208,7 @@ def test_language_model_fits():
 
 
 def test_language_model_saves_and_loads(tmp_path):
-    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=40)))
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=40)))
     path = tmp_path / "lm.keras"
     model.save(path)
     loaded = keras.saving.load_model(path)
@@ -217,7 +217,7 @@ def test_language_model_saves_and_loads(tmp_path):
     # presets: the vocabulary is the softmax's
     preset = model.save_to_preset(tmp_path / "preset", vocabulary=[f"w{i}" for i in range(40)])
     assert_same_weights(ElmoLanguageModel.from_preset(preset), model)
-    assert_same_weights(ElmoBiLM.from_preset(preset), model.backbone)
+    assert_same_weights(ElmoBackbone.from_preset(preset), model.backbone)
 
 
 def test_language_model_preset_loads_under_the_other_backends(tmp_path):
@@ -225,7 +225,7 @@ def test_language_model_preset_loads_under_the_other_backends(tmp_path):
     state under the other two backends."""
     from tests.tasks.helpers import check_presets_in_other_backends
 
-    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=40)),
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=40)),
                               num_sampled=8, seed=5)
     preset = model.save_to_preset(tmp_path / "preset", vocabulary=[f"w{i}" for i in range(40)])
     ids = {"character_ids": fixture_ids()}
@@ -236,7 +236,7 @@ def test_language_model_preset_loads_under_the_other_backends(tmp_path):
 
 def test_language_model_needs_a_vocabulary():
     with pytest.raises(ConfigError, match="needs a word vocabulary"):
-        ElmoLanguageModel(ElmoBiLM(TINY))
+        ElmoLanguageModel(ElmoBackbone(TINY))
 
 
 # ---- sampled softmax --------------------------------------------------------------------------
@@ -244,7 +244,7 @@ def test_sampled_logits_equal_their_formula():
     """Target and sample logits minus log(S · P(k)) with P the log-uniform distribution; a
     sample equal to the target masked out; labels all 0."""
     vocab = 40
-    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=vocab,
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=vocab,
                                                             num_layers=1)), num_sampled=5)
     rng = np.random.default_rng(0)
     model.softmax.kernel.assign(rng.normal(size=(16, vocab)).astype("float32"))
@@ -272,7 +272,7 @@ def test_sampled_logits_equal_their_formula():
 
 def test_samples_follow_the_log_uniform_distribution():
     vocab = 1000
-    model = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=vocab,
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=vocab,
                                                             num_layers=1)), num_sampled=999,
                               seed=1)
     draws = np.concatenate([to_numpy(model.draw_samples()) for _ in range(40)])   # 39,960
@@ -286,7 +286,7 @@ def test_samples_follow_the_log_uniform_distribution():
 
 def test_sampled_softmax_trains_and_evaluates_the_full_softmax(tmp_path):
     config = ElmoConfig.from_size("tiny", vocab_size=40, num_layers=1)
-    model = ElmoLanguageModel(ElmoBiLM(config), num_sampled=12, seed=3)
+    model = ElmoLanguageModel(ElmoBackbone(config), num_sampled=12, seed=3)
     ids, y, weights = lm_batch()
     states = model(ids, training=True)            # fit's call: the top states, no (B, T, V)
     assert {d: tuple(s.shape) for d, s in states.items()} == {
@@ -318,4 +318,4 @@ def test_sampled_softmax_trains_and_evaluates_the_full_softmax(tmp_path):
 
 def test_sampled_softmax_needs_fewer_samples_than_words():
     with pytest.raises(ConfigError, match="num_sampled=40: sample between 1 and 39"):
-        ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=40)), num_sampled=40)
+        ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=40)), num_sampled=40)

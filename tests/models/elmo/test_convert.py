@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lab.errors import ConfigError, PresetError
-from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+from keras_bert_lab.models.elmo.backbone import ElmoBackbone
 from keras_bert_lab.preprocessing.characters import character_ids
 from keras_bert_lab.models.elmo.convert import (export_original, import_original,
                                                  read_original, weight_table)
@@ -39,7 +39,7 @@ def fixture():
 
 @pytest.fixture(scope="module")
 def bilm(fixture):
-    return ElmoBiLM.from_original(fixture["options"], fixture["weights"])
+    return ElmoBackbone.from_original(fixture["options"], fixture["weights"])
 
 
 def expected_top_layers(fixture):
@@ -99,7 +99,7 @@ def test_preset_and_export_round_trip(fixture, bilm, tmp_path):
     vocabulary = fixture["vocab"].read_text(encoding="utf-8").strip().split("\n")
     preset = import_original(fixture["options"], fixture["weights"], tmp_path / "preset",
                              vocabulary=vocabulary)
-    loaded = ElmoBiLM.from_preset(preset)
+    loaded = ElmoBackbone.from_preset(preset)
     assert loaded.config.vocab_size == 458
     for (name, got), (_, ref) in zip(named_variables(loaded), named_variables(bilm)):
         np.testing.assert_array_equal(to_numpy(got), to_numpy(ref), err_msg=name)
@@ -119,9 +119,9 @@ def test_preset_and_export_round_trip(fixture, bilm, tmp_path):
 
 def test_preset_without_a_softmax_vocabulary(fixture, bilm, tmp_path):
     preset = import_original(fixture["options"], fixture["weights"], tmp_path / "preset")
-    loaded = ElmoBiLM.from_preset(preset)
+    loaded = ElmoBackbone.from_preset(preset)
     assert loaded.config.vocab_size == 0
-    assert ElmoBiLM.from_preset(loaded.save_to_preset(tmp_path / "again")).config == bilm.config
+    assert ElmoBackbone.from_preset(loaded.save_to_preset(tmp_path / "again")).config == bilm.config
 
 
 # ---- weights that do not fit ------------------------------------------------------------------
@@ -187,4 +187,4 @@ def test_unreadable_files_and_bad_options(fixture, tmp_path):
     with pytest.raises(ConfigError, match="char_cnn.activation must be one of"):
         import_original(options, fixture["weights"], tmp_path / "p")
     with pytest.raises(ConfigError, match="activation must be one of"):
-        ElmoBiLM.from_original(options, fixture["weights"])
+        ElmoBackbone.from_original(options, fixture["weights"])

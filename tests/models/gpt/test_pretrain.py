@@ -259,7 +259,7 @@ def test_elmo_blanks_are_each_sides_best_words_whatever_the_padding():
     words before the blank, the backward LM's before the words after it."""
     import keras
 
-    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+    from keras_bert_lab.models.elmo.backbone import ElmoBackbone
     from keras_bert_lab.models.elmo.config import ElmoConfig
     from keras_bert_lab.preprocessing.characters import character_ids
     from keras_bert_lab.models.elmo.pretrain import guess_blanks
@@ -267,7 +267,7 @@ def test_elmo_blanks_are_each_sides_best_words_whatever_the_padding():
 
     words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(40)]
     keras.utils.set_random_seed(1)
-    lm = ElmoLanguageModel(ElmoBiLM(ElmoConfig.from_size("tiny", vocab_size=len(words))))
+    lm = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=len(words))))
     probes = ("a much longer left side ___ x", "b ___ and a much longer right side .")
     guesses = guess_blanks(lm, words, probes, top_k=3)
 
