@@ -82,12 +82,12 @@ def feature_source(name, args):
     from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
     from keras_bert_lab.models.bert.backbone import BertBackbone
     from keras_bert_lab.models.bert.config import BertConfig
-    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+    from keras_bert_lab.models.elmo.backbone import ElmoBackbone
     from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 
     if name.startswith("elmo"):
-        bilm = ElmoBiLM.from_preset(args.elmo_preset) if name == "elmo-preset" else \
-            ElmoBiLM(name.split("-", 1)[1])
+        bilm = ElmoBackbone.from_preset(args.elmo_preset) if name == "elmo-preset" else \
+            ElmoBackbone(name.split("-", 1)[1])
         return ElmoWordFeatures(bilm, batch_size=args.batch_size), bilm.count_params()
     if name == "minilm":
         source = BertWordFeatures.from_preset(MINILM, batch_size=args.batch_size)

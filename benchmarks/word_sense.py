@@ -37,7 +37,7 @@ def main():
     from keras_bert_lab.models.bert.word_features import BertWordFeatures
     from keras_bert_lab.models.elmo.word_features import ElmoWordFeatures
     from keras_bert_lab.features import StaticWordFeatures
-    from keras_bert_lab.models.elmo.backbone import ElmoBiLM
+    from keras_bert_lab.models.elmo.backbone import ElmoBackbone
     from keras_bert_lab.studies import word_sense as ws
     from keras_bert_lab.training.run import write_json
     from keras_bert_lab.vectors import load_glove
@@ -72,7 +72,7 @@ def main():
                    args.preset, sequence_length=args.sequence_length, batch_size=64)}
     elmo = f"ELMo ({args.elmo})" if args.elmo else None
     if elmo:
-        sources[elmo] = ElmoWordFeatures(ElmoBiLM.from_preset(args.elmo), batch_size=64,
+        sources[elmo] = ElmoWordFeatures(ElmoBackbone.from_preset(args.elmo), batch_size=64,
                                          name=args.elmo)
     timings["load_sources_s"] = round(time.time() - started, 1)
     vectors = {}

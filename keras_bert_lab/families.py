@@ -249,7 +249,8 @@ FAMILIES = (
                "classify": "ulmfit_classifier:UlmfitClassifier"},
         finetune="finetune", recipe="pretrain", cli_name="awd-lstm"),
     Family(
-        "word2vec", "word2vec", "word2vec (Mikolov et al. 2013): skip-gram, CBOW, negative sampling",
+        "word2vec", "word2vec",
+        "word2vec (Mikolov et al. 2013): skip-gram, CBOW, negative sampling",
         backbone="model:Word2Vec", recipe="pretrain"),
 )
 _BY_NAME = {f.name: f for f in FAMILIES}

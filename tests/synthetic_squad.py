@@ -1,5 +1,5 @@
 """Templated SQuAD v1.1 data for learnability and long-context checks (tests and the QA figures
-in benchmarks/RESULTS.md).
+in benchmarks/results/quality.md).
 
 Usage (writes the three files the RESULTS.md commands read)::
 

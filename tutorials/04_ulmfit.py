@@ -32,7 +32,7 @@
 #
 # This station draws the stages and the techniques from the library's own code, then measures
 # them at a scale two CPU cores can run in twenty minutes. That scale matters for what to
-# expect: the lab's first ULMFiT benchmark (`benchmarks/RESULTS.md`, "ULMFiT") found that from a
+# expect: the lab's first ULMFiT benchmark (`benchmarks/results/quality.md`, "ULMFiT") found that from a
 # language model trained once over WikiText-2, the three techniques together *cost* 12.5 points
 # of Rotten Tomatoes accuracy against plain fine-tuning of all layers. So the classifier part
 # below is a test, not a demonstration: does the paper's ordering (techniques > full
@@ -162,7 +162,7 @@ tutorial.show(path, "ULMFiT's three stages: the same embedding and LSTMs through
 # The AWD-LSTM's dropouts (embedding 0.1, input 0.65, hidden 0.3, output 0.4, weight drop 0.5)
 # are tuned for hundreds of epochs; a run of a fraction of one epoch cannot overfit, and those
 # rates only slow it down (the lab's first run with them ended above the count baseline,
-# `benchmarks/RESULTS.md`). So this run uses fastai's language-model set at half strength
+# `benchmarks/results/quality.md`). So this run uses fastai's language-model set at half strength
 # (`--dropouts fastai_lm --drop-mult 0.5`: `AwdLstmConfig.with_dropouts`). The recipe scores
 # the model on held-out text read in order, next to an interpolated Kneser-Ney trigram model
 # (counts, no network) on exactly the same targets.
@@ -644,6 +644,6 @@ tutorial.finish()
 # the trigram's perplexity, so what the classifier inherits is close to word frequencies, and
 # the techniques built to *protect* pretrained knowledge (small rates low down, frozen layers
 # for the first epochs) mostly slow down learning from the labels. This is the same direction
-# as the lab's first measurement (benchmarks/RESULTS.md, ULMFiT: the three techniques cost 12.5
+# as the lab's first measurement (benchmarks/results/quality.md, ULMFiT: the three techniques cost 12.5
 # points with a one-pass LM). What would change it is a stage 1 that beats the count baseline —
 # hours rather than minutes of two CPU cores, outside a tutorial's budget.

@@ -349,7 +349,7 @@ tutorial.finish()
 #
 # What this scale shows, and what it does not. The left-to-right language model learns: in 175 s
 # it went from the unigram (where a GPT-1 head without an output bias stays: perplexity 914 at
-# these settings, `benchmarks/RESULTS.md`, "the output bias that stops the collapse") to 308,
+# these settings, `benchmarks/results/quality.md`, "the output bias that stops the collapse") to 308,
 # and the measured mask shows states that depend on their left context and never on the right.
 # It is still far behind the count-based trigram (90.4): 450,560 tokens are a sixth of one
 # pass over WikiText-2. And what it learnt does not yet transfer: 96 fine-tuning steps on 1,024

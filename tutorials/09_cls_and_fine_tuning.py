@@ -245,7 +245,7 @@ tutorial.table("shapes", ["shape", "task model", "input", "head reads", "output"
 # over the first 10 % of steps, linear decay to zero, the best validation epoch kept) — which
 # is also what `kbl finetune classify | pair | ner | squad` runs. Here each one sees only a small
 # slice of its training data, to keep the station short: the scores are what a few dozen steps
-# buy, not what the data sets allow (`benchmarks/RESULTS.md` has the full runs).
+# buy, not what the data sets allow (`benchmarks/results/quality.md` has the full runs).
 #
 # One change to the recipe makes a few dozen steps worth running. BERT trains every weight at
 # one small rate (the paper: 2e-5 to 5e-5; small models such as MiniLM like ~1e-4) for
@@ -356,7 +356,7 @@ print("  " + " ".join(f"{w}/{p}" + (f"(gold {g})" if g != p else "") for w, g, p
 # The span shape has only the registry's SQuAD sample to learn from: five questions on two
 # paragraphs. So the model is trained and scored on the *same* five questions — a check that
 # the shape works end to end (windows in, answers out, scored by the official SQuAD measure),
-# not a measure of question answering. (`benchmarks/RESULTS.md` reports the span head on 2,000
+# not a measure of question answering. (`benchmarks/results/quality.md` reports the span head on 2,000
 # generated questions.)
 
 # %%

@@ -9,7 +9,7 @@
 # - **Smoke mode** (`KBL_TUTORIAL_MODE=smoke`): a few dozen tweets, tiny taggers, one epoch.
 # - **Full mode** (the default): all 1,915 training and 479 validation tweets, a two-layer BiLSTM
 #   of 128 units per direction for 4 epochs per row (the paper: 768 units; `kbl features table`
-#   defaults to 256 units and 8 epochs, whose numbers are in `benchmarks/RESULTS.md`).
+#   defaults to 256 units and 8 epochs, whose numbers are in `benchmarks/results/quality.md`).
 # - **Build:** `python tutorials/build.py --only 10` (or `make tutorials` for all).
 #
 # Fine-tuning (station 9) changes every weight for every task. The other way to use a

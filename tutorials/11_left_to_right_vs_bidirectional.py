@@ -244,7 +244,7 @@ tutorial.show(path, "Pretraining curves: BERT's masked-LM loss and GPT's next-to
 #
 # Why not question answering, the paper's own example? Extractive QA needs the model to match
 # the question's words with the context's, and at this budget neither model learns that: in
-# `benchmarks/RESULTS.md`'s "GPT-mini vs. BERT-mini" both stayed near the score of picking one
+# `benchmarks/results/quality.md`'s "GPT-mini vs. BERT-mini" both stayed near the score of picking one
 # stated value at random (28.3 and 35.2 exact match against about 33) on the templated
 # questions of `tests/synthetic_squad.py`; in trial runs for this station, on contexts whose
 # three facts were all about the asked attribute (so that only the person could pick the
@@ -578,7 +578,7 @@ tutorial.finish()
 # the 0.513 of always answering the majority tag), pretrained or not, while BERT — even from
 # scratch — is perfect. No amount of pretraining changes this for GPT: its state at "Paris"
 # cannot depend on the words after it, as the probe shows to the last digit. The lab's
-# benchmark (benchmarks/RESULTS.md, "GPT-mini vs. BERT-mini", 4.5 M token positions) had GPT
+# benchmark (benchmarks/results/quality.md, "GPT-mini vs. BERT-mini", 4.5 M token positions) had GPT
 # ahead on WNUT-16 and neither model passing the QA format baseline; the tagging task here
 # isolates the one thing the causal mask takes away.
 #

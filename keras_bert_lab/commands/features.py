@@ -10,7 +10,7 @@ scoring and strict IOB2): the score after the last epoch, and the best epoch's (
 same validation set, so optimistic — both are reported). The data flags and the split are those
 of ``kbl finetune ner``, so the fine-tuning row of the same table comes from that command.
 
-Example (the run in benchmarks/RESULTS.md)::
+Example (the run in benchmarks/results/quality.md)::
 
     kbl features table --dataset wnut16 --preset minilm_l6_en_uncased --output out/features
 """
@@ -177,7 +177,8 @@ def table(args):
     header = (f"Feature-based tagging on {how}: {caches['train'].manifest['source']}, "
               f"{args.lstm_layers}-layer BiLSTM ({args.lstm_units} units per direction), "
               f"{args.epochs} epochs.")
-    (output / "table.md").write_text(markdown_table(rows, names, args.seeds, header), encoding="utf-8")
+    (output / "table.md").write_text(markdown_table(rows, names, args.seeds, header),
+                                     encoding="utf-8")
     print((output / "table.md").read_text(encoding="utf-8"))
     return rows
 

@@ -58,7 +58,8 @@ def _forward_demo(sizes):
         pooled = keras.ops.convert_to_numpy(out["pooled_output"])
         print(f"  {name:<7} {backbone.count_params():>12,} weights  "
               f"sequence_output {tuple(out['sequence_output'].shape)}  "
-              f"{len(out['hidden_states'])} hidden states  pooled[0,:3]={np.round(pooled[0, :3], 3)}  "
+              f"{len(out['hidden_states'])} hidden states  "
+              f"pooled[0,:3]={np.round(pooled[0, :3], 3)}  "
               f"({time.time() - start:.1f}s)")
         if name == sizes[0]:
             backbone.summary(line_length=100)

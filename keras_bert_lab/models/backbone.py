@@ -169,7 +169,7 @@ class Backbone(keras.Model):
 
         What a caller does not ask for is not copied out of the framework: BERT-base returns
         13 hidden states of (B, T, 768) by default, 7-13 % of a ``predict`` call's time at
-        T = 128 (``benchmarks/RESULTS.md``). Hugging Face's ``output_hidden_states=False``.
+        T = 128 (``benchmarks/results/speed.md``). Hugging Face's ``output_hidden_states=False``.
         """
         names = (names,) if isinstance(names, str) else tuple(names)
         available = list(self.output) if isinstance(self.output, dict) else []

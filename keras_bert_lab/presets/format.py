@@ -281,7 +281,8 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
         counts["all"] += int(np.size(value))
         counts["backbone"] += int(np.size(value)) if name.startswith("backbone/") else 0
     document = {"format": FORMAT, "format_version": FORMAT_VERSION,
-                "family": None if family is None else family.name, "backbone_class": backbone_class, "backbone": dict(config), "task": task,
+                "family": None if family is None else family.name,
+                "backbone_class": backbone_class, "backbone": dict(config), "task": task,
                 "tokenizer": tokenizer, "preprocessor": preprocessor,
                 "sentence_embedding": sentence_embedding}
     metadata = {

@@ -75,14 +75,14 @@ class FeatureTagger(keras.Model):
     (:class:`~keras_bert_lab.layers.scalar_mix.ScalarMix`, learned with the tagger).
 
     Args:
-        num_layers: ``K``. feature_dim: ``H``. num_labels: ``C``.
+        num_layers: ``K``. feature_dim: ``H``. num_classes: ``C``.
         mode: one of :data:`MODES`. lstm_units: units per direction of each BiLSTM layer
             (the paper: 768). lstm_layers: BiLSTM layers (the paper: 2). dropout: on the
             combined features and between BiLSTM layers. layer_norm: ScalarMix's layer norm.
 
     Example:
     >>> import numpy as np
-    >>> tagger = FeatureTagger(num_layers=4, feature_dim=8, num_labels=3, mode="mix",
+    >>> tagger = FeatureTagger(num_layers=4, feature_dim=8, num_classes=3, mode="mix",
     ...                        lstm_units=4)
     >>> tagger.compile()
     >>> x = {"features": np.random.rand(2, 5, 4, 8).astype("float32"),
@@ -93,7 +93,7 @@ class FeatureTagger(keras.Model):
     (2, 5, 3)
     """
 
-    def __init__(self, num_layers, feature_dim, num_labels, mode="single", lstm_units=256,
+    def __init__(self, num_layers, feature_dim, num_classes, mode="single", lstm_units=256,
                  lstm_layers=2, dropout=0.1, layer_norm=False, **kwargs):
         if mode not in MODES:
             raise ConfigError(f"FeatureTagger mode {mode!r}; choose one of {MODES}.")
@@ -119,11 +119,11 @@ class FeatureTagger(keras.Model):
             x = bidirectional_lstm(x, lstm_units, mask, f"bilstm_{i}")  # (B, W, 2·units)
             if i < lstm_layers - 1:
                 x = keras.layers.Dropout(dropout, name=f"bilstm_dropout_{i}")(x)
-        logits = keras.layers.Dense(num_labels, dtype="float32", name="classifier")(x)
+        logits = keras.layers.Dense(num_classes, dtype="float32", name="classifier")(x)
         super().__init__(inputs={"features": features, "word_mask": word_mask}, outputs=logits,
                          **kwargs)
         self.scalar_mix = mix
-        self.num_layers, self.feature_dim, self.num_labels = num_layers, feature_dim, num_labels
+        self.num_layers, self.feature_dim, self.num_classes = num_layers, feature_dim, num_classes
         self.mode, self.lstm_units, self.lstm_layers = mode, lstm_units, lstm_layers
         self.dropout, self.layer_norm = dropout, layer_norm
 
@@ -142,10 +142,13 @@ class FeatureTagger(keras.Model):
 
     def get_config(self):
         return {"num_layers": self.num_layers, "feature_dim": self.feature_dim,
-                "num_labels": self.num_labels, "mode": self.mode, "lstm_units": self.lstm_units,
+                "num_classes": self.num_classes, "mode": self.mode, "lstm_units": self.lstm_units,
                 "lstm_layers": self.lstm_layers, "dropout": self.dropout,
                 "layer_norm": self.layer_norm, "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):
+        config = dict(config)
+        if "num_labels" in config:   # saved before the rename to num_classes (issue 49)
+            config["num_classes"] = config.pop("num_labels")
         return cls(**config)

@@ -3,7 +3,7 @@
 - :class:`FoldChoices` / :class:`UnfoldChoices`: multiple choice runs every (context, choice) row
   through the backbone as one batch, ``(B, C, T)`` → ``(B·C, T)``, and folds the scores back to
   ``(B, C)`` (BERT's SWAG head, GPT-1's multiple-choice head);
-- :func:`check_label_arguments`: a token classifier's ``num_labels`` / ``labels``, checked;
+- :func:`check_label_arguments`: a token classifier's ``num_classes`` / ``labels``, checked;
 - :func:`decode_logits`: a classifier's logits → probabilities, ids and label names (NumPy), what
   ``predict_labels``, ``kbl predict`` and the SavedModel export return.
 
@@ -16,6 +16,8 @@ Example:
 >>> check_label_arguments(None, ["O", "B-PER"])
 (2, ['O', 'B-PER'])
 """
+
+import warnings
 
 import keras
 import numpy as np
@@ -44,20 +46,29 @@ class UnfoldChoices(keras.layers.Layer):
         return (reference_shape[0], reference_shape[1])
 
 
-def check_label_arguments(num_labels, labels):
-    """``(K, labels)`` of a token classifier's ``num_labels`` / ``labels`` arguments, checked."""
+def check_label_arguments(num_classes, labels, kwargs=None):
+    """``(K, labels)`` of a token classifier's ``num_classes`` / ``labels`` arguments, checked.
+
+    ``num_labels`` in ``kwargs`` (popped) is the old name of ``num_classes``: it warns, and goes
+    in the next release (presets saved before the rename record it; re-save them to drop the
+    warning)."""
+    if kwargs and "num_labels" in kwargs:
+        old = kwargs.pop("num_labels")
+        warnings.warn("num_labels is now num_classes (as in every classifier); the old name goes "
+                      "in the next release.", FutureWarning, stacklevel=3)
+        num_classes = old if num_classes is None else num_classes
     if labels is not None:
         labels = [str(label) for label in labels]
-        if num_labels is not None and int(num_labels) != len(labels):
-            raise ConfigError(f"num_labels={num_labels} but {len(labels)} labels were given; "
+        if num_classes is not None and int(num_classes) != len(labels):
+            raise ConfigError(f"num_classes={num_classes} but {len(labels)} labels were given; "
                               "pass one of them, or make them agree.")
         if len(set(labels)) != len(labels):
             raise ConfigError(f"labels has duplicates: {labels}; each tag must appear once.")
-        num_labels = len(labels)
-    if num_labels is None or int(num_labels) < 1:
-        raise ConfigError(f"num_labels={num_labels}: a token classifier needs at least one "
-                          "label; pass num_labels=K or labels=[...].")
-    return int(num_labels), labels
+        num_classes = len(labels)
+    if num_classes is None or int(num_classes) < 1:
+        raise ConfigError(f"num_classes={num_classes}: a token classifier needs at least one "
+                          "label; pass num_classes=K or labels=[...].")
+    return int(num_classes), labels
 
 
 def decode_logits(logits, problem, labels=None):

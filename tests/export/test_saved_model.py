@@ -293,7 +293,7 @@ def test_a_preset_that_is_not_a_classifier_is_named(tmp_path, vocab):
     path = backbone.save_to_preset(tmp_path / "backbone", vocabulary=vocab)
     with pytest.raises(ConfigError, match=r"BertBackbone without a task head.*BertClassifier"):
         export_saved_model(path, tmp_path / "out")
-    path = BertTokenClassifier(backbone, num_labels=3).save_to_preset(tmp_path / "ner",
+    path = BertTokenClassifier(backbone, num_classes=3).save_to_preset(tmp_path / "ner",
                                                                       vocabulary=vocab)
     with pytest.raises(ConfigError, match=r"a token classifier .*\(BertTokenClassifier\).*"
                                           r"BertClassifier presets"):

@@ -15,7 +15,7 @@ registry copy of WNUT-16 holds one file, so its sentences are shuffled with ``--
 into train / validation (``--valid-fraction``, default 20 %) and, with ``--test-fraction``, a test
 part held out from both. A ``--train`` without ``--valid`` is split the same way.
 
-Example (WNUT-16 from MiniLM, as in benchmarks/RESULTS.md)::
+Example (WNUT-16 from MiniLM, as in benchmarks/results/quality.md)::
 
     kbl finetune ner --dataset wnut16 --sequence-length 64 --epochs 8 --learning-rate 1e-4 \\
         --output out/ner-wnut16

@@ -42,7 +42,7 @@ from keras_bert_lab.training.pretrain import Phase
 from keras_bert_lab.training.schedules import SlantedTriangular
 
 # What `kbl finetune classify` uses with this preset unless a flag says otherwise: all layers at
-# one rate with warm-up and linear decay. In benchmarks/RESULTS.md ("AWD-LSTM: Table 7's rows on
+# one rate with warm-up and linear decay. In benchmarks/results/quality.md ("AWD-LSTM: Table 7's rows on
 # TREC-6 and RT") it is the best row on RT and 0.4 test points above the best-on-valid row on
 # TREC-6; gradual unfreezing and η/2.6 rates cost 5-9 points at 4 epochs there. Pass
 # --unfreeze gradual --schedule slanted --layer-decay 0.385 for the paper's recipe.

@@ -295,7 +295,7 @@ def preset_preprocessor(settings):
     prediction the advice to fine-tune on mean pooling (``kbl finetune`` takes it as the
     ``--pooling`` default): nothing trains the pooler then, and its random ``[CLS]`` projection
     cost the 20-minute MLM-only preset 5 points of Rotten Tomatoes accuracy against mean
-    pooling (benchmarks/RESULTS.md)."""
+    pooling (benchmarks/results/quality.md)."""
     entry = {"sequence_length": settings.sequence_length}
     if not settings.next_sentence:
         entry["finetune"] = {"pooling": "mean"}

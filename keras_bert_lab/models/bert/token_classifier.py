@@ -29,7 +29,7 @@ class BertTokenClassifier(Task):
 
     Args:
         backbone: a ``BertBackbone``.
-        num_labels: ``K``; may be left out when ``labels`` is given.
+        num_classes: ``K``; may be left out when ``labels`` is given.
         labels: optional list of the label names (index = id), kept in the config and presets so a
             saved tagger knows its tags.
         dropout: dropout before the classifier; default the backbone's hidden dropout (HF's
@@ -54,14 +54,14 @@ class BertTokenClassifier(Task):
 
     token_output_fill = 0.0  # predict_packed pads the logits of cut-off padding with zeros
 
-    def __init__(self, backbone, num_labels=None, labels=None, dropout=None, **kwargs):
-        num_labels, labels = check_label_arguments(num_labels, labels)
+    def __init__(self, backbone, num_classes=None, labels=None, dropout=None, **kwargs):
+        num_classes, labels = check_label_arguments(num_classes, labels, kwargs)
         rate = backbone.config.dropout if dropout is None else float(dropout)
         if not 0.0 <= rate < 1.0:
             raise ConfigError(f"dropout={dropout} must be in [0, 1).")
         head_dropout = dropout_layer(rate, dtype=backbone.dtype_policy, name="classifier_dropout")
         classifier = keras.layers.Dense(
-            num_labels, kernel_initializer=truncated_normal(backbone.config.initializer_range),
+            num_classes, kernel_initializer=truncated_normal(backbone.config.initializer_range),
             dtype=backbone.dtype_policy, name="classifier")
         inputs = backbone_inputs(backbone)
         x = backbone(inputs)["sequence_output"]                        # (B, T, H)
@@ -71,7 +71,7 @@ class BertTokenClassifier(Task):
         # of training so it neither warns of missing gradients nor takes weight decay.
         backbone.pooler.trainable = False
         self.classifier_dropout, self.classifier = head_dropout, classifier
-        self.num_labels, self.labels, self.dropout = num_labels, labels, dropout
+        self.num_classes, self.labels, self.dropout = num_classes, labels, dropout
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
                 **kwargs):
@@ -91,5 +91,5 @@ class BertTokenClassifier(Task):
                         weighted_metrics=weighted_metrics, **kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "num_labels": self.num_labels, "labels": self.labels,
+        return {**super().get_config(), "num_classes": self.num_classes, "labels": self.labels,
                 "dropout": self.dropout}

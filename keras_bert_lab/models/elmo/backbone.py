@@ -191,8 +191,8 @@ class ElmoBackbone(Backbone):
         dtype = keras.backend.standardize_dtype(x.dtype)
         shape = tuple(x.shape)
         if "int" not in dtype:
-            raise InputError(f"ElmoBackbone '{INPUT_NAME}' must hold integer character ids, got dtype "
-                             f"{dtype}; make them with preprocessing.characters.character_ids.")
+            raise InputError(f"ElmoBackbone '{INPUT_NAME}' must hold integer character ids, got "
+                             f"dtype {dtype}; make them with preprocessing.characters.character_ids.")
         if len(shape) != 3 or shape[-1] not in (None, self.config.max_characters):
             raise InputError(f"ElmoBackbone '{INPUT_NAME}' must be (batch, tokens, "
                              f"{self.config.max_characters}), got {shape}.")

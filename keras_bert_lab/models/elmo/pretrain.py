@@ -24,7 +24,7 @@ rate 0.2): after 70 steps, held-out forward perplexity 712 against 886. The soft
 at the training words' log frequencies (``unigram_bias``), so that the first steps learn from
 context rather than spend hundreds of updates on word frequencies (after 70 steps, 712 against
 1,096 from a zero bias). With ``--sampled-softmax 2048`` (bilm-tf's sampled softmax) a step costs
-0.33 s instead of 0.60 s on TensorFlow; the run in benchmarks/RESULTS.md — 4,000 such steps, two
+0.33 s instead of 0.60 s on TensorFlow; the run in benchmarks/results/quality.md — 4,000 such steps, two
 passes over WikiText-2, 34 minutes — ends at held-out perplexity 182.7 forward and 178.7 backward,
 against 209.3 and 209.8 for the Kneser-Ney trigrams on the same targets.
 

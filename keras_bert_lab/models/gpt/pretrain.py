@@ -48,7 +48,7 @@ PROMPTS = ("the history of the", "in 1990 , the band", "the river flows")
 # What `kbl finetune` uses with a preset from this recipe unless a flag says otherwise. The
 # task default (5e-5) is a rate for a large pretrained model; a GPT-mini from WikiText-2 needs ten
 # times that: TREC-6 test 78.1 % at 5e-5 against 87.2 % at 5e-4, RT 70.1 % against 75.1 %
-# (benchmarks/RESULTS.md, "GPT-mini: `kbl finetune`'s default against the best found"). GPT-1's
+# (benchmarks/results/quality.md, "GPT-mini: `kbl finetune`'s default against the best found"). GPT-1's
 # auxiliary LM loss is left off: level on validation there, and behind on RT test.
 FINETUNE = {"learning_rate": 5e-4}
 

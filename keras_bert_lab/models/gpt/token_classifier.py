@@ -21,7 +21,7 @@ class GPTTokenClassifier(GPTTask):
 
     Args:
         backbone: a ``GPTBackbone``.
-        num_labels: ``K``; may be left out when ``labels`` is given.
+        num_classes: ``K``; may be left out when ``labels`` is given.
         labels: the label names (index = id), kept in the config and presets.
         dropout: before the linear layer; default the backbone's dropout.
 
@@ -44,16 +44,16 @@ class GPTTokenClassifier(GPTTask):
     def preset_defaults(cls, preset):
         return {}   # no auxiliary LM loss here
 
-    def __init__(self, backbone, num_labels=None, labels=None, dropout=None, **kwargs):
-        num_labels, labels = check_label_arguments(num_labels, labels)
+    def __init__(self, backbone, num_classes=None, labels=None, dropout=None, **kwargs):
+        num_classes, labels = check_label_arguments(num_classes, labels, kwargs)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in INPUT_NAMES}
-        head_dropout, head = self._dense(backbone, num_labels, dropout)
+        head_dropout, head = self._dense(backbone, num_classes, dropout)
         hidden = backbone(inputs)["sequence_output"]                             # (B, T, H)
         logits = ops.cast(head(head_dropout(hidden)), "float32")                 # (B, T, K)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.classifier_dropout, self.classifier = head_dropout, head
-        self.num_labels, self.labels, self.dropout = num_labels, labels, dropout
+        self.num_classes, self.labels, self.dropout = num_classes, labels, dropout
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
                 **kwargs):
@@ -67,5 +67,5 @@ class GPTTokenClassifier(GPTTask):
                         else metrics, weighted_metrics=weighted_metrics, **kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "num_labels": self.num_labels, "labels": self.labels,
+        return {**super().get_config(), "num_classes": self.num_classes, "labels": self.labels,
                 "dropout": self.dropout}

@@ -21,7 +21,7 @@ Settings a gensim user knows map one to one: ``vector_size`` → ``dim``, ``wind
 ``learning_rate``, ``min_alpha`` → ``min_learning_rate``, ``sg=0`` → ``architecture="cbow"``.
 What differs: examples are trained in batches of ``batch_size`` (their gradients summed, not
 averaged, so rates mean the same per example), and ``shared_pool > 0`` scores every example of a
-batch against one shared pool of noise words (faster; see ``benchmarks/RESULTS.md`` for what it
+batch against one shared pool of noise words (faster; see ``benchmarks/results/speed.md`` for what it
 costs).
 """
 

@@ -123,11 +123,18 @@ def test_tags_per_word_through_the_preprocessor():
 
 def test_config_errors():
     backbone = BertBackbone(CONFIG)
-    with pytest.raises(ConfigError, match="num_labels"):
+    with pytest.raises(ConfigError, match="num_classes"):
         BertTokenClassifier(backbone)
     with pytest.raises(ConfigError, match="agree"):
-        BertTokenClassifier(backbone, num_labels=3, labels=LABELS)
+        BertTokenClassifier(backbone, num_classes=3, labels=LABELS)
     with pytest.raises(ConfigError, match="duplicates"):
         BertTokenClassifier(backbone, labels=["O", "O"])
     with pytest.raises(ConfigError, match="dropout"):
-        BertTokenClassifier(backbone, num_labels=2, dropout=1.5)
+        BertTokenClassifier(backbone, num_classes=2, dropout=1.5)
+
+
+def test_the_old_argument_name_num_labels_still_works_with_a_warning():
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=50))
+    with pytest.warns(FutureWarning, match="num_labels is now num_classes"):
+        model = BertTokenClassifier(backbone, num_labels=3)
+    assert model.num_classes == 3 and model.get_config()["num_classes"] == 3
