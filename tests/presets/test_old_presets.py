@@ -1,7 +1,7 @@
 """Presets written before the family house (commit e30f6a2) load and compute what they did.
 
 ``tests/fixtures/presets_e30f6a2`` holds one preset per family written by that version — no
-``family`` in ``config.json``, no tokenizer class, ELMo's backbone named ``ElmoBackbone`` — and the
+``family`` in ``config.json``, no tokenizer class, ELMo's backbone named ``ElmoBiLM`` — and the
 outputs that version computed on saved inputs (``make_presets_e30f6a2.py``, run in a checkout of
 the commit). Each loads through its own class and through the generic loaders, on every backend.
 """
@@ -36,6 +36,8 @@ def test_an_old_preset_loads_and_computes_what_it_did(name):
     own = (families.get(family).backbone_class if preset.task is None
            else families.get(family).task_named(preset.task["class_name"]))
     assert type(model) is own
+    if family == "elmo":   # the class name it was saved under, loaded as today's class
+        assert preset.backbone_class == "ElmoBiLM" and own.__name__ == "ElmoBackbone"
     out = model.predict_on_batch(x)
     out = out[key][-1] if key else out
     np.testing.assert_allclose(to_numpy(out), EXPECTED[name], atol=1e-5, rtol=1e-5)
