@@ -25,7 +25,6 @@ import pathlib
 from keras_bert_lab.data.squad import check_trainable, read_squad
 from keras_bert_lab.metrics.squad import squad_scores
 from keras_bert_lab.commands.finetune import common
-from keras_bert_lab.preprocessing.span_qa import predict_answers
 
 
 def register(subparsers):
@@ -72,6 +71,7 @@ def register(subparsers):
 def run(args):
     """Run ``kbl finetune squad`` from parsed arguments; returns the metrics dict."""
     from keras_bert_lab.pipelines.batches import batches
+    from keras_bert_lab.preprocessing.span_qa import predict_answers
 
     settings = common.settings_from_args(args)
     version_2 = True if args.version_2 else None
