@@ -795,8 +795,8 @@ def _(env, work):
 @case("kbl pretrain --help shows the defaults")
 def _(env, work):
     return Case(["pretrain", "--help"], expect="ok",
-                check=lambda out: "default: 128" in out.replace("\n", " ")
-                and "(default: bert)" in out)
+                check=lambda out: "default: 128" in " ".join(out.split())
+                and "(default: bert)" in " ".join(out.split()))
 
 
 # ==== 3. Readers: every file problem is one line naming the file (and line) ======================
