@@ -14,6 +14,7 @@ MODULES = sorted(info.name for info in pkgutil.walk_packages(keras_bert_lab.__pa
 # The modules that teach by example: each must have at least one.
 MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.data.registry", "keras_bert_lab.data.splits", "keras_bert_lab.data.corpora",
+    "keras_bert_lab.data.tables",
     "keras_bert_lab.models.bert.config", "keras_bert_lab.models.bert.backbone",
     "keras_bert_lab.layers.embeddings", "keras_bert_lab.layers.attention",
     "keras_bert_lab.layers.encoder", "keras_bert_lab.layers.heads", "keras_bert_lab.layers.pooling",

@@ -2,7 +2,7 @@
 
 - :func:`read_inputs` reads the texts (and optional second texts) of a plain text file (one text
   per line; blank lines skipped) or of a CSV/TSV/JSONL table with named columns (the table
-  readers of :mod:`keras_bert_lab.data.labelled`), with an id per text: the ``--id-column``, an
+  readers of :mod:`keras_bert_lab.data.tables`), with an id per text: the ``--id-column``, an
   ``id`` column when the table has one, else the line number.
 - :func:`run_batches` tokenizes the texts in chunks with the preset's
   :class:`~keras_bert_lab.models.bert.preprocessor.BertTextPreprocessor`, sorts each chunk by length so
@@ -38,11 +38,11 @@ import time
 import numpy as np
 
 from keras_bert_lab import families
-from keras_bert_lab.data import labelled
+from keras_bert_lab.data import tables
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.presets import registry
 
-FORMATS = ("text",) + labelled.FORMATS
+FORMATS = ("text",) + tables.FORMATS
 TEXT_SUFFIXES = ("", ".txt", ".text")
 
 
@@ -72,7 +72,7 @@ def input_format(path, format=None):
     if pathlib.Path(path).suffix.lower() in TEXT_SUFFIXES:
         return "text"
     try:
-        return labelled.detect_format(path)
+        return tables.detect_format(path)
     except DataError:
         raise DataError(f"Cannot tell the format of {path} from its extension; name it .txt (one "
                         "text per line), .csv, .tsv or .jsonl, or pass --format "
@@ -92,7 +92,7 @@ def add_reading_arguments(p):
 def _read_text_file(path, encoding):
     if not os.path.isfile(path):
         raise DataError(f"Input file {path} does not exist (or is not a file); check the path.")
-    text = labelled.decode_file(path, encoding)
+    text = tables.decode_file(path, encoding)
     return [(number, line) for number, line in enumerate(text.splitlines(), start=1)
             if line.strip()]
 
@@ -133,7 +133,7 @@ def read_inputs(path, text_column="text", pair_column=None, id_column=None, form
                             "line.")
         return Inputs([str(n) for n, _ in rows], [t for _, t in rows], None,
                       [n for n, _ in rows], path)
-    rows = labelled.read_rows(path, kind, encoding)   # a missing file: DataError there
+    rows = tables.read_rows(path, kind, encoding)   # a missing file: DataError there
     if not rows:
         raise DataError(f"{path} holds no rows (only a header, or nothing); add one row per text.")
     columns = list(dict.fromkeys(c for _, row in rows for c in row))

@@ -11,7 +11,7 @@ import collections
 import dataclasses
 import os
 
-from keras_bert_lab.data.labelled import decode_file
+from keras_bert_lab.data.tables import decode_file
 from keras_bert_lab.errors import DataError
 
 DOCSTART = "-DOCSTART-"

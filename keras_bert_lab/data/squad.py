@@ -12,7 +12,7 @@ import json
 import pathlib
 import warnings
 
-from keras_bert_lab.data.labelled import decode_file
+from keras_bert_lab.data.tables import decode_file
 from keras_bert_lab.errors import DataError
 
 

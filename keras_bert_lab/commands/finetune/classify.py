@@ -26,7 +26,7 @@ import numpy as np
 
 # The text side (TensorFlow) is imported inside the run functions, so that `kbl` starts, and
 # `kbl models` / `kbl preset …` run, without TensorFlow on the JAX and PyTorch backends.
-from keras_bert_lab.data import labelled, registry
+from keras_bert_lab.data import labelled, registry, tables
 from keras_bert_lab.data.labels import LabelVocabulary
 from keras_bert_lab.errors import ConfigError, DataError
 from keras_bert_lab.metrics.classification import accuracy, classification_scores
@@ -49,7 +49,7 @@ def register(subparsers):
         parser = subparsers.add_parser(name, help=help_text, description=help_text)
         common.add_data_arguments(parser, [s for s, o in sets.items()
                                            if bool(o.get("pairs")) == pairs])
-        parser.add_argument("--format", choices=labelled.FORMATS, default=None,
+        parser.add_argument("--format", choices=tables.FORMATS, default=None,
                             help="file format (default: from the extension)")
         parser.add_argument("--encoding", default="utf-8", help="text encoding of the files")
         parser.add_argument("--text-column", default="sentence1" if pairs else "text",

@@ -5,6 +5,10 @@ model from a preset and its preprocessor from the same preset, then runs the sam
 :func:`start` (the run folder, every RNG seeded), :func:`fine_tune` (BERT's schedule, the best
 validation epoch kept: :func:`keras_bert_lab.training.finetune.fit_best_epoch`) and :func:`finish`
 (``metrics.json`` and the fine-tuned preset).
+
+Long module: each :class:`FinetuneSettings` field is a flag, a preset recommendation and a value
+the run reads; the fields, their flags and the steps that use them are one contract, so they are
+kept in one file where a new setting is added once.
 """
 
 import dataclasses
