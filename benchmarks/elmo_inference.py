@@ -93,7 +93,7 @@ def feature_source(name, args):
         source = BertWordFeatures.from_preset(MINILM, batch_size=args.batch_size)
         return source, source.backbone.count_params()
     tokenizer = WordPieceTokenizer.from_preset(MINILM)
-    backbone = BertBackbone(BertConfig.from_size("base", vocab_size=tokenizer.vocabulary_size))
+    backbone = BertBackbone(BertConfig.from_size("base", vocabulary_size=tokenizer.vocabulary_size))
     return BertWordFeatures(backbone, tokenizer, batch_size=args.batch_size), \
         backbone.count_params()
 

@@ -133,7 +133,7 @@ def keras_steppers(backend, size, args):
     steppers, params = {}, {}
     for recipe in args.recipes:
         off = {name: 0.0 for name in DROPOUT_FIELDS} if recipe == "plain" else {}
-        config = AwdLstmConfig.from_size(size, vocab_size=args.vocab, **off)
+        config = AwdLstmConfig.from_size(size, vocabulary_size=args.vocab, **off)
         model = AwdLstmLanguageModel(AwdLstmBackbone(config), stateful_batch_size=args.batch,
                                      **({"alpha": 0.0, "beta": 0.0} if off else {}))
         # as recipes.awd_pretrain.build_model (from scratch: no layer decay)

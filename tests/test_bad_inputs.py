@@ -152,7 +152,7 @@ def env(tmp_path_factory):
     keras.utils.set_random_seed(0)
 
     def backbone():
-        return BertBackbone(BertConfig.from_size("tiny", vocab_size=len(words),
+        return BertBackbone(BertConfig.from_size("tiny", vocabulary_size=len(words),
                                                  max_positions=POSITIONS))
 
     presets = {
@@ -1374,7 +1374,7 @@ def _(env, work):
 @case("save_to_preset(overwrite=True) onto a folder of notes")
 def _(env, work):
     folder = busy(work)
-    model = BertBackbone(BertConfig.from_size("tiny", vocab_size=100, max_positions=16))
+    model = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=100, max_positions=16))
     return Case(api=lambda: model.save_to_preset(folder, vocabulary=env["words"][:100],
                                                  overwrite=True),
                 match="did not write", keep=(folder,))
@@ -1383,7 +1383,7 @@ def _(env, work):
 @case("save_to_preset(overwrite=True) onto a file")
 def _(env, work):
     target = write(work / "preset", "x")
-    model = BertBackbone(BertConfig.from_size("tiny", vocab_size=100, max_positions=16))
+    model = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=100, max_positions=16))
     return Case(api=lambda: model.save_to_preset(target, vocabulary=env["words"][:100],
                                                  overwrite=True),
                 match="is a file", keep=(target,))
@@ -1436,7 +1436,7 @@ def features(ids, segments=None, mask=None):
 @pytest.fixture(scope="module")
 def tiny_models():
     keras.utils.set_random_seed(0)
-    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=100, max_positions=16))
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=100, max_positions=16))
     return {"backbone": backbone, "classifier": BertClassifier(backbone, num_classes=2)}
 
 

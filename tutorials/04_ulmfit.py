@@ -190,7 +190,7 @@ general_metrics = tutorial.pretrained(awd_pretrain.run, general, general_work,
 general_preset = str(general_work / "preset")
 config = AwdLstmConfig.from_dict(read_preset(general_preset).config)
 print(f"AWD-LSTM '{general.size}': {config.layer_dims()} (input → output width of each LSTM), "
-      f"{config.num_parameters():,} weights, {config.vocab_size:,} words; dropouts "
+      f"{config.num_parameters():,} weights, {config.vocabulary_size:,} words; dropouts "
       + ", ".join(f"{f.removesuffix('_dropout')} {getattr(config, f)}" for f in DROPOUT_FIELDS))
 print(f"{general_metrics['steps']} steps of {general.batch_size} × {general.sequence_length} "
       f"words = {general_metrics['tokens_seen']:,} words seen of "

@@ -80,7 +80,7 @@ lm = GPTCausalLM.from_preset(preset)
 tokenizer = BytePairTokenizer.from_preset(preset)
 config = lm.backbone.config
 print(f"GPT-{settings.size}: {config.num_layers} layers, hidden {config.hidden_size}, "
-      f"{config.num_heads} heads, {lm.count_params():,} weights ({config.vocab_size:,} BPE "
+      f"{config.num_heads} heads, {lm.count_params():,} weights ({config.vocabulary_size:,} BPE "
       f"tokens); {metrics['steps']} steps of {settings.batch_size} × "
       f"{settings.sequence_length} tokens = {metrics['tokens_seen']:,} tokens seen of "
       f"{metrics['train_tokens']:,}")

@@ -106,7 +106,7 @@ train_text, heldout_text = tokenize_corpus(corpus, tokenizer), tokenize_corpus(e
                                                                                tokenizer)
 print(f"{len(vocabulary):,} WordPiece tokens learned; {train_text.num_tokens:,} training and "
       f"{heldout_text.num_tokens:,} held-out tokens ({time.time() - began:.0f} s)")
-CONFIG = BertConfig(vocab_size=tokenizer.vocabulary_size, num_layers=SIZE["layers"],
+CONFIG = BertConfig(vocabulary_size=tokenizer.vocabulary_size, num_layers=SIZE["layers"],
                     hidden_size=SIZE["hidden"], num_heads=SIZE["heads"], max_positions=T,
                     position_embedding="rotary", dropout=0.0, attention_dropout=0.0)
 

@@ -118,7 +118,7 @@ def parts(c):
     h, i = c.hidden_size, c.intermediate_size
     block = 4 * h * h + 4 * h + 4 * h + 2 * h * i + i + h
     return {"layers × width × heads": f"{c.num_layers} × {h} × {c.num_heads}",
-            "token embeddings (V·H)": c.vocab_size * h,
+            "token embeddings (V·H)": c.vocabulary_size * h,
             "position embeddings (P·H)": c.max_positions * h,
             "segment embeddings + LayerNorm": c.type_vocab_size * h + 2 * h,
             "one block: attention (4H² + 4H)": 4 * h * h + 4 * h,

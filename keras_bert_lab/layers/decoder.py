@@ -7,7 +7,7 @@ width, ``N`` heads, ``D`` head size, ``V`` vocabulary, ``P`` positions.
 import keras
 from keras import ops
 
-from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.errors import ConfigError, renamed
 from keras_bert_lab.layers.attention import MultiHeadSelfAttention
 from keras_bert_lab.layers.common import dropout as make_dropout
 from keras_bert_lab.layers.common import tied_logits, truncated_normal
@@ -39,26 +39,26 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     key/value cache) still gives token ``t`` position ``t``.
 
     Args:
-        vocab_size: ``V``. hidden_size: ``H``. max_positions: ``P``.
+        vocabulary_size: ``V``. hidden_size: ``H``. max_positions: ``P``.
         dropout: rate on the sum. initializer_range: truncated-normal stddev.
 
     Example:
     >>> import numpy as np
-    >>> layer = TokenAndPositionEmbedding(vocab_size=100, hidden_size=8, max_positions=16)
+    >>> layer = TokenAndPositionEmbedding(vocabulary_size=100, hidden_size=8, max_positions=16)
     >>> tuple(layer(np.array([[2, 5, 3]])).shape)
     (1, 3, 8)
     """
 
-    def __init__(self, vocab_size, hidden_size, max_positions, dropout=0.0,
+    def __init__(self, vocabulary_size, hidden_size, max_positions, dropout=0.0,
                  initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
+        self.vocabulary_size = vocabulary_size
         self.hidden_size = hidden_size
         self.max_positions = max_positions
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.token_embedding = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range),
+            vocabulary_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy, name="token_embedding")
         self.dropout_layer = make_dropout(dropout, self.dtype_policy, "dropout")
 
@@ -81,10 +81,14 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+        config.update(vocabulary_size=self.vocabulary_size, hidden_size=self.hidden_size,
                       max_positions=self.max_positions, dropout=self.dropout,
                       initializer_range=self.initializer_range)
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config(renamed(config, warn=False))   # a model saved with vocab_size
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")
@@ -199,12 +203,12 @@ class TiedLMHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.token_embedding = token_embedding
         self.use_bias = bool(use_bias)
-        self.vocab_size = token_embedding.input_dim
+        self.vocabulary_size = token_embedding.input_dim
         self.bias = None
 
     def build(self, hidden_shape):
         if self.use_bias:
-            self.bias = self.add_weight(name="bias", shape=(self.vocab_size,),
+            self.bias = self.add_weight(name="bias", shape=(self.vocabulary_size,),
                                         initializer="zeros")
 
     def call(self, hidden):  # (B, T, H) -> (B, T, V)
@@ -214,7 +218,7 @@ class TiedLMHead(keras.layers.Layer):
         return logits if self.bias is None else logits + ops.cast(self.bias, "float32")
 
     def compute_output_shape(self, hidden_shape):
-        return (*hidden_shape[:-1], self.vocab_size)
+        return (*hidden_shape[:-1], self.vocabulary_size)
 
     def get_config(self):
         # The tied embedding is not serialised: the task rebuilds the head from its backbone.

@@ -6,6 +6,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``H`` hidden, ``V`` vocabulary, ``P`` positio
 import keras
 from keras import ops
 
+from keras_bert_lab.errors import renamed
 from keras_bert_lab.layers.common import dropout as make_dropout
 from keras_bert_lab.layers.common import truncated_normal
 
@@ -23,7 +24,7 @@ class BertEmbedding(keras.layers.Layer):
     LayerNorm's shift (``center=False``).
 
     Args:
-        vocab_size: ``V``. hidden_size: ``H``. max_positions: ``P``.
+        vocabulary_size: ``V``. hidden_size: ``H``. max_positions: ``P``.
         type_vocab_size: number of segments. dropout: rate after the LayerNorm.
         layer_norm_epsilon: LayerNorm epsilon. initializer_range: truncated-normal stddev.
         learned_positions: add the learned ``(P, H)`` position table.
@@ -31,7 +32,7 @@ class BertEmbedding(keras.layers.Layer):
 
     Example:
     >>> import numpy as np
-    >>> layer = BertEmbedding(vocab_size=100, hidden_size=8, max_positions=16)
+    >>> layer = BertEmbedding(vocabulary_size=100, hidden_size=8, max_positions=16)
     >>> tuple(layer(np.array([[2, 5, 3]]), np.array([[0, 0, 1]])).shape)
     (1, 3, 8)
     >>> unordered = BertEmbedding(100, 8, 16, learned_positions=False, use_bias=False)
@@ -39,11 +40,11 @@ class BertEmbedding(keras.layers.Layer):
     ['token_embedding/embeddings', 'segment_embedding/embeddings', 'norm/gamma']
     """
 
-    def __init__(self, vocab_size, hidden_size, max_positions, type_vocab_size=2, dropout=0.0,
+    def __init__(self, vocabulary_size, hidden_size, max_positions, type_vocab_size=2, dropout=0.0,
                  layer_norm_epsilon=1e-12, initializer_range=0.02, learned_positions=True,
                  use_bias=True, **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
+        self.vocabulary_size = vocabulary_size
         self.hidden_size = hidden_size
         self.max_positions = max_positions
         self.type_vocab_size = type_vocab_size
@@ -53,7 +54,7 @@ class BertEmbedding(keras.layers.Layer):
         self.learned_positions = learned_positions
         self.use_bias = use_bias
         self.token_embedding = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
+            vocabulary_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="token_embedding")
         self.segment_embedding = keras.layers.Embedding(
             type_vocab_size, hidden_size, embeddings_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
@@ -88,9 +89,13 @@ class BertEmbedding(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+        config.update(vocabulary_size=self.vocabulary_size, hidden_size=self.hidden_size,
                       max_positions=self.max_positions, type_vocab_size=self.type_vocab_size,
                       dropout=self.dropout, layer_norm_epsilon=self.layer_norm_epsilon,
                       initializer_range=self.initializer_range,
                       learned_positions=self.learned_positions, use_bias=self.use_bias)
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config(renamed(config, warn=False))   # a model saved with vocab_size

@@ -37,7 +37,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.token_embedding = token_embedding
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
-        self.vocab_size, self.hidden_size = token_embedding.input_dim, token_embedding.output_dim
+        self.vocabulary_size, self.hidden_size = token_embedding.input_dim, token_embedding.output_dim
         self.transform = keras.layers.Dense(
             self.hidden_size, activation=gelu, dtype=self.dtype_policy, name="transform",
             kernel_initializer=truncated_normal(initializer_range))
@@ -48,7 +48,7 @@ class MaskedLMHead(keras.layers.Layer):
         gathered = (sequence_output_shape[0], None, self.hidden_size)
         self.transform.build(gathered)
         self.norm.build(gathered)
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,),
                                            initializer="zeros")
 
     def call(self, sequence_output, mask_positions):
@@ -68,7 +68,7 @@ class MaskedLMHead(keras.layers.Layer):
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
-        return (*mask_positions_shape, self.vocab_size)
+        return (*mask_positions_shape, self.vocabulary_size)
 
     def get_config(self):
         # The tied embedding is not serialised here: the task that owns this head rebuilds it from

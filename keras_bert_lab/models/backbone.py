@@ -30,7 +30,7 @@ class Backbone(keras.Model):
     # tuple: the subclass checks its own inputs.
     input_names = ()
     # Inputs that hold ids, each with the config field of its range [0, n).
-    id_ranges = {"token_ids": "vocab_size"}
+    id_ranges = {"token_ids": "vocabulary_size"}
 
     def __init__(self, config, *, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -96,7 +96,7 @@ class Backbone(keras.Model):
                 bad = values.max() if values.max() >= upper else values.min()
                 raise InputError(f"{name} input '{key}' holds id {int(bad)} outside [0, {upper}); "
                                  "check that the tokenizer's vocabulary (special tokens included) "
-                                 f"matches the model (vocab_size={self.config.vocab_size}).")
+                                 f"matches the model (vocabulary_size={self.config.vocabulary_size}).")
 
     @classmethod
     def family(cls):

@@ -3,10 +3,17 @@ a dict of its fields (a preset's ``config.json``) or itself, and written back as
 
 import dataclasses
 
-from keras_bert_lab.errors import ConfigError
+from keras_bert_lab.errors import ConfigError, renamed
 
 
-class ModelConfig:
+class _RenamedFields(type):
+    """Lets ``BertConfig(vocab_size=...)`` (an old field name) build the config, with a warning."""
+
+    def __call__(cls, *args, **fields):
+        return super().__call__(*args, **renamed(fields, warn=True))
+
+
+class ModelConfig(metaclass=_RenamedFields):
     """Mixin of the config dataclasses (``BertConfig``, ``GPTConfig``, ``ElmoConfig``,
     ``AwdLstmConfig``); each may extend ``to_dict``. ``sizes`` maps a size name to the values of
     ``size_fields`` (see :meth:`from_size`; ``label`` names the model in its error).
@@ -25,11 +32,14 @@ class ModelConfig:
         if name not in cls.sizes:
             raise ConfigError(f"Unknown {cls.label} size {name!r}; choose one of "
                               f"{list(cls.sizes)}.")
+        overrides = renamed(overrides, warn=True)
         return cls(**{**dict(zip(cls.size_fields, cls.sizes[name])), **overrides})
 
     @classmethod
     def from_dict(cls, data):
-        """Build from a dict (e.g. a preset's ``config.json``); unknown keys are an error."""
+        """Build from a dict (e.g. a preset's ``config.json``); unknown keys are an error, old
+        field names (:data:`RENAMED_FIELDS`) are read as the new ones."""
+        data = renamed(data, warn=False)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -40,13 +40,13 @@ Example:
 >>> import numpy as np
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
 >>> path = write_preset(os.path.join(tempfile.mkdtemp(), "p"), backbone_class="BertBackbone",
-...                     config={"vocab_size": 8}, vocabulary=vocab,
+...                     config={"vocabulary_size": 8}, vocabulary=vocab,
 ...                     weights={"backbone/embedding": np.zeros((8, 2), "float32")})
 >>> sorted(os.listdir(path))
 ['config.json', 'metadata.json', 'model.weights.h5', 'vocab.txt']
 >>> preset = read_preset(path)
 >>> preset.family.name, preset.backbone_class, preset.config, preset.vocabulary()[-1]
-('bert', 'BertBackbone', {'vocab_size': 8}, 'c')
+('bert', 'BertBackbone', {'vocabulary_size': 8}, 'c')
 >>> preset.tokenizer
 {'lowercase': True, 'class_name': 'WordPieceTokenizer'}
 """
@@ -63,7 +63,7 @@ import tempfile
 import numpy as np
 
 from keras_bert_lab import families
-from keras_bert_lab.errors import PresetError
+from keras_bert_lab.errors import PresetError, renamed
 from keras_bert_lab.presets.vocabulary import (check_vocabulary_size, coerce_vocabulary,
                                                guess_lowercase, read_vocabulary, write_vocabulary)
 from keras_bert_lab.presets.weights import model_weights, read_weights, write_weights
@@ -124,7 +124,7 @@ class Preset:
 
     def vocabulary(self):
         # A model without a word vocabulary (an ELMo biLM without its softmax) has an empty one.
-        if self.config.get("vocab_size") == 0 and self.vocabulary_path.stat().st_size == 0:
+        if self.config.get("vocabulary_size") == 0 and self.vocabulary_path.stat().st_size == 0:
             return []
         return read_vocabulary(self.vocabulary_path)
 
@@ -245,7 +245,7 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
     Args:
         directory: where the preset goes (written atomically; see the module docstring).
         backbone_class: the class name that loads it (``"BertBackbone"``).
-        config: the backbone config as a dict; its ``vocab_size`` must match ``vocabulary``.
+        config: the backbone config as a dict; its ``vocabulary_size`` must match ``vocabulary``.
         weights: ``{name: array}``, names as in the module docstring.
         vocabulary: list of tokens.
         tokenizer: tokenizer options, e.g. ``{"lowercase": True}``; casing is guessed from the
@@ -269,8 +269,8 @@ def write_preset(directory, *, backbone_class, config, weights, vocabulary, toke
     if isinstance(merges, (str, os.PathLike)):
         merges = read_merges(merges)
     merges = None if merges is None else check_merges(getattr(merges, "merges", merges))
-    if "vocab_size" in config:
-        check_vocabulary_size(tokens, config["vocab_size"], where="vocabulary")
+    if "vocabulary_size" in config:
+        check_vocabulary_size(tokens, config["vocabulary_size"], where="vocabulary")
     family = _family_to_record(backbone_class, family)
     tokenizer = dict(tokenizer or {})
     tokenizer.setdefault("lowercase", guess_lowercase(tokens))
@@ -344,7 +344,7 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
         directory: where the preset goes.
         vocabulary: a ``vocab.txt`` path, a list of tokens or a tokenizer; defaults to the one the
             model was loaded with (``from_preset``). Its size must equal the config's
-            ``vocab_size``.
+            ``vocabulary_size``.
         lowercase: whether the tokenizer lower-cases; default: the loaded preset's, else guessed
             from the vocabulary (no upper-case tokens → uncased).
         source, license: provenance recorded in ``metadata.json``.
@@ -365,7 +365,7 @@ def save_preset(model, directory, vocabulary=None, lowercase=None, source=None, 
             raise PresetError("A preset needs its vocabulary: pass vocabulary=<vocab.txt path, "
                               "token list or tokenizer>.")
         tokens = list(info.vocabulary)
-    check_vocabulary_size(tokens, backbone.config.vocab_size, where="vocabulary")
+    check_vocabulary_size(tokens, backbone.config.vocabulary_size, where="vocabulary")
     tokenizer = dict(info.tokenizer) if info else {}
     if lowercase is not None:
         tokenizer["lowercase"] = bool(lowercase)
@@ -407,7 +407,7 @@ def read_preset(directory, verify=True):
 
     Raises ``PresetError`` naming the problem: a missing file (listing what is there), a file
     whose sha256 differs from ``metadata.json`` (truncated, corrupted or replaced), a config that
-    cannot be parsed, or a ``vocab.txt`` whose size differs from the config's ``vocab_size``.
+    cannot be parsed, or a ``vocab.txt`` whose size differs from the config's ``vocabulary_size``.
     (Names of registered presets are resolved by :func:`keras_bert_lab.presets.read_preset`.)
     """
     directory = pathlib.Path(directory)
@@ -449,12 +449,13 @@ def read_preset(directory, verify=True):
     backbone = config.get("backbone")
     if not isinstance(backbone, dict):
         raise PresetError(f"{directory / CONFIG_FILE} has no backbone config (a JSON object).")
+    backbone = renamed(backbone, warn=False)   # a preset saved with vocab_size
     preset = Preset(directory, config.get("backbone_class", "BertBackbone"), backbone,
                     config.get("task"), config.get("tokenizer") or {}, config.get("preprocessor"),
                     config.get("sentence_embedding"), metadata, config.get("family"))
     lines = _count_lines(directory / VOCAB_FILE)
-    if "vocab_size" in backbone and lines != backbone["vocab_size"]:
+    if "vocabulary_size" in backbone and lines != backbone["vocabulary_size"]:
         raise PresetError(f"{directory / VOCAB_FILE} has {lines} tokens but the token embedding "
-                          f"has {backbone['vocab_size']} rows (config vocab_size); the vocabulary "
-                          "does not belong to this model.")
+                          f"has {backbone['vocabulary_size']} rows (config vocabulary_size); the "
+                          "vocabulary does not belong to this model.")
     return preset

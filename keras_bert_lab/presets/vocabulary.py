@@ -76,8 +76,8 @@ def coerce_vocabulary(vocabulary):
     return [str(t) for t in vocabulary]
 
 
-def check_vocabulary_size(tokens, vocab_size, where):
-    if len(tokens) != vocab_size:
+def check_vocabulary_size(tokens, vocabulary_size, where):
+    if len(tokens) != vocabulary_size:
         raise PresetError(f"The {where} has {len(tokens)} tokens but the token embedding has "
-                          f"{vocab_size} rows (config vocab_size); use the vocabulary the model "
+                          f"{vocabulary_size} rows (config vocabulary_size); use the vocabulary the model "
                           "was trained with.")

@@ -15,7 +15,7 @@ from keras_bert_lab.data.conll import TaggedSentence
 from keras_bert_lab.preprocessing.tagging import TaggingPreprocessor
 from tests.presets.helpers import tiny_vocab
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_layers=2, max_positions=64)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, num_layers=2, max_positions=64)
 
 
 def parse(*argv):

@@ -43,7 +43,7 @@ def trained():
     valid = synthetic_squad(100, facts=1, filler=2, seed=2)
     long = synthetic_squad(6, facts=1, filler=250, seed=3, answer_last=True)
     tokenizer = WordPieceTokenizer(small_vocabulary(train, valid, long))
-    config = BertConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=64,
+    config = BertConfig.from_size("tiny", vocabulary_size=tokenizer.vocabulary_size, max_positions=64,
                                   dropout=0.0, attention_dropout=0.0)
     model = BertSpanQA(BertBackbone(config))
     examples, _ = read_squad(train)
@@ -84,7 +84,7 @@ def test_kbl_finetune_squad_on_the_real_sample_file(tmp_path):
     sample = str(locate("squad_sample"))
     vocabulary = small_vocabulary(json.loads(open(sample, encoding="utf-8").read()))
     config = BertConfig.from_size("tiny", num_layers=1, max_positions=128,
-                                  vocab_size=len(vocabulary))
+                                  vocabulary_size=len(vocabulary))
     preset = BertSpanQA(BertBackbone(config)).save_to_preset(tmp_path / "tiny",
                                                             vocabulary=vocabulary)
     output = tmp_path / "run"

@@ -73,7 +73,7 @@ def presets(tmp_path_factory, vocab, texts):
     keras.utils.set_random_seed(0)
 
     def backbone():
-        return BertBackbone(BertConfig.from_size("tiny", vocab_size=len(vocab)))
+        return BertBackbone(BertConfig.from_size("tiny", vocabulary_size=len(vocab)))
 
     out = {"root": root}
     for kind, labels in (("single", ["neg", "pos"]), ("pair", ["yes", "no", "maybe"])):
@@ -270,7 +270,7 @@ def test_embed_bad_inputs(presets, tmp_path, capsys):
     orphan = tmp_path / "orphan.npy"
     np.save(orphan, np.zeros((2, 128), "float32"))
     gpt = preset_format.write_preset(
-        tmp_path / "gpt", backbone_class="GPTBackbone", config={"vocab_size": 6},
+        tmp_path / "gpt", backbone_class="GPTBackbone", config={"vocabulary_size": 6},
         vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"],
         weights={"backbone/x": np.zeros((6, 2), "float32")})
     e = presets["single"]

@@ -132,7 +132,7 @@ def main(out_path, scratch):
     from keras_bert_lab.models.bert.config import BertConfig
 
     preset = os.path.join(scratch, "preset")
-    BertBackbone(BertConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=64)
+    BertBackbone(BertConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=64)
                  ).save_to_preset(preset, vocabulary=SPECIALS + [f"w{i}" for i in range(295)])
     paths = write_classification(scratch)
     for name, flags in (("1 device", []), ("data", ["--data-parallel"]),

@@ -52,7 +52,7 @@ def main(out_path, scratch):
 
     corpus, vocab = write_corpus(scratch)
     preset = os.path.join(scratch, "preset")
-    config = BertConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=64,
+    config = BertConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=64,
                                   dropout=0.0, attention_dropout=0.0)
     BertBackbone(config).save_to_preset(preset,
                                         vocabulary=SPECIALS + [f"w{i}" for i in range(295)])

@@ -29,7 +29,7 @@ from keras_bert_lab.training.optimizers import adamw
 
 STARTED = time.time()
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_heads=8, max_positions=32,
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, num_heads=8, max_positions=32,
                               dropout=0.0, attention_dropout=0.0)
 BATCH, LENGTH, MASKED, STEPS, RESUME_STEPS = 16, 32, 5, 20, 2
 KINDS = ("1 device", "data", "model 2x4", "model 1x8")
@@ -44,7 +44,7 @@ def batches(count, seed=0):
     some last masked positions carry weight 0.
     """
     rng = np.random.default_rng(seed)
-    zipf = 1.0 / np.arange(1, CONFIG.vocab_size - 4)
+    zipf = 1.0 / np.arange(1, CONFIG.vocabulary_size - 4)
     zipf /= zipf.sum()
     out = []
     for _ in range(count):

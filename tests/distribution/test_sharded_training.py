@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EIGHT = [f"cpu:{i}" for i in range(8)]  # device names: meshes are checked without devices
 TOLERANCE = 1e-5  # relative, on every step's loss
-TINY = dict(vocab_size=300, num_heads=8, max_positions=32, dropout=0.0, attention_dropout=0.0)
+TINY = dict(vocabulary_size=300, num_heads=8, max_positions=32, dropout=0.0, attention_dropout=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_layout_map_covers_bert_and_its_heads(pretrainer):
 
 
 def test_layout_map_covers_gpt():
-    config = GPTConfig.from_size("tiny", vocab_size=300, max_positions=32)
+    config = GPTConfig.from_size("tiny", vocabulary_size=300, max_positions=32)
     for model in (GPTBackbone(config), GPTCausalLM(GPTBackbone(config))):
         expected = check_layout(model, layout_map(model, device_mesh((4, 2), EIGHT)))
         assert expected["decoder_layer_1/attention/output/kernel"] == ("model", None, None)
@@ -139,7 +139,7 @@ def test_layout_map_covers_gpt():
 
 
 def test_a_backbone_without_a_layout_map_says_to_use_data_parallel():
-    lstm = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocab_size=40, num_layers=1))
+    lstm = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocabulary_size=40, num_layers=1))
     with pytest.raises(ConfigError, match="AwdLstmConfig.*distribution_for\\('data'\\)"):
         layout_map(lstm, device_mesh((1, 8), EIGHT))
 
@@ -189,7 +189,7 @@ def test_a_model_axis_that_does_not_divide_the_model_fails():
     width = BertBackbone(BertConfig.from_size("tiny", **{**TINY, "intermediate_size": 100}))
     with pytest.raises(ConfigError, match=r"BertConfig.intermediate_size \(100\)"):
         distribution_for("model 1x8", width, devices=EIGHT)
-    gpt = GPTConfig.from_size("tiny", vocab_size=300, num_heads=2)
+    gpt = GPTConfig.from_size("tiny", vocabulary_size=300, num_heads=2)
     with pytest.raises(ConfigError, match=r"GPTConfig.num_heads \(2\)"):
         layout_map(gpt, device_mesh((2, 4), EIGHT))
 

@@ -34,7 +34,7 @@ def exported(tmp_path_factory):
     words = locate_or_skip("bert_uncased_vocab").read_text(encoding="utf-8").split("\n")[:3000]
     tokenizer = WordPieceTokenizer(words, lowercase=True)
     texts = [p[:300] for p in wikitext2_paragraphs("valid")[:24]]
-    config = BertConfig.from_size("tiny", vocab_size=len(words), num_heads=2,
+    config = BertConfig.from_size("tiny", vocabulary_size=len(words), num_heads=2,
                                   max_positions=LENGTH)
     model = BertClassifier(BertBackbone(config), labels=["no", "yes"])
     packed = BertTextPreprocessor(tokenizer, LENGTH)(texts[:12], texts[12:])

@@ -74,7 +74,7 @@ def vocab():
 
 
 def tiny_classifier(vocab, labels):
-    return BertClassifier(BertBackbone(BertConfig.from_size("tiny", vocab_size=len(vocab))),
+    return BertClassifier(BertBackbone(BertConfig.from_size("tiny", vocabulary_size=len(vocab))),
                           labels=labels)
 
 
@@ -289,7 +289,7 @@ def test_overwrite_never_deletes_files_added_to_an_export(trained, exports, tmp_
 
 
 def test_a_preset_that_is_not_a_classifier_is_named(tmp_path, vocab):
-    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=len(vocab)))
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=len(vocab)))
     path = backbone.save_to_preset(tmp_path / "backbone", vocabulary=vocab)
     with pytest.raises(ConfigError, match=r"BertBackbone without a task head.*BertClassifier"):
         export_saved_model(path, tmp_path / "out")

@@ -60,7 +60,7 @@ def test_padding_keys_are_ignored(attention_inputs):
 
 
 @pytest.mark.parametrize("layer", [
-    BertEmbedding(vocab_size=50, hidden_size=8, max_positions=16, dropout=0.1),
+    BertEmbedding(vocabulary_size=50, hidden_size=8, max_positions=16, dropout=0.1),
     MultiHeadSelfAttention(num_heads=2, dropout=0.1),
     TransformerEncoderBlock(num_heads=2, intermediate_size=32, dropout=0.1, attention_dropout=0.2),
 ])
@@ -80,7 +80,7 @@ def test_encoder_block_is_post_ln():
 
 
 def test_embedding_sums_three_tables():
-    layer = BertEmbedding(vocab_size=50, hidden_size=8, max_positions=16)
+    layer = BertEmbedding(vocabulary_size=50, hidden_size=8, max_positions=16)
     ids, segments = np.array([[2, 5, 3]]), np.array([[0, 1, 1]])
     out = to_numpy(layer(ids, segments))
     summed = (to_numpy(layer.token_embedding.embeddings)[ids[0]]

@@ -360,7 +360,7 @@ def test_fit_on_a_wikitext2_stream_lowers_the_mlm_loss():
     corpus = load_corpus("wikitext2:valid")
     tokenizer = small_wordpiece(corpus)
     ds = pretraining_dataset(corpus, tokenizer, batch_size=16, sequence_length=64, seed=0)
-    config = BertConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=64)
+    config = BertConfig.from_size("tiny", vocabulary_size=tokenizer.vocabulary_size, max_positions=64)
     model = BertPretrainer(BertBackbone(config))
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
     history = model.fit(ds, epochs=2, steps_per_epoch=5, shuffle=False, verbose=0)

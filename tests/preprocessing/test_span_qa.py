@@ -186,7 +186,7 @@ def test_null_threshold_for_squad_2(tokenizer):
 def test_preprocessor_from_a_preset_windows_and_answers(tmp_path, tokenizer):
     from keras_bert_lab import BertBackbone, BertConfig
 
-    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=30522, max_positions=32))
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=30522, max_positions=32))
     path = backbone.save_to_preset(tmp_path / "p", vocabulary=tokenizer.vocabulary)
     qa = SpanQAPreprocessor.from_preset(path, sequence_length=16, doc_stride=4)
     examples = [SquadExample("q1", "Who?", "It was made by Ada Lovelace in 1843.")]
@@ -253,7 +253,7 @@ def test_gpt_rows_window_the_context_and_put_no_answer_on_the_extract_token(gpt_
 def test_gpt_preprocessor_from_a_gpt_preset(tmp_path, gpt_tokenizer):
     from keras_bert_lab import GPTBackbone, GPTConfig
 
-    config = GPTConfig.from_size("tiny", vocab_size=gpt_tokenizer.vocabulary_size,
+    config = GPTConfig.from_size("tiny", vocabulary_size=gpt_tokenizer.vocabulary_size,
                                  max_positions=32)
     path = GPTBackbone(config).save_to_preset(tmp_path / "g", vocabulary=gpt_tokenizer.vocabulary,
                                               merges=gpt_tokenizer.merges)

@@ -79,7 +79,7 @@ def test_preprocessor_round_trip_from_a_tagger_preset(tmp_path, tokenizers):
     from keras_bert_lab import BertBackbone, BertConfig, BertTokenClassifier
 
     labels = ["O", "B-PER", "I-PER"]
-    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=30522, max_positions=32))
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=30522, max_positions=32))
     path = BertTokenClassifier(backbone, labels=labels).save_to_preset(
         tmp_path / "tagger", vocabulary=tokenizers[0].vocabulary,
         preprocessor={"sequence_length": 16})

@@ -9,10 +9,10 @@ from tests.conftest import padded_pair_batch
 
 TOLERANCE = 1e-5
 # Small but not degenerate: 3 layers, 4 heads (the head split is exercised), a short vocab.
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_layers=3, num_heads=4, max_positions=64)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, num_layers=3, num_heads=4, max_positions=64)
 
 
-def tiny_vocab(size=CONFIG.vocab_size):
+def tiny_vocab(size=CONFIG.vocabulary_size):
     """A WordPiece-shaped vocabulary: the BERT specials, then words and ## pieces."""
     specials = ["[PAD]"] + [f"[unused{i}]" for i in range(3)] + ["[UNK]", "[CLS]", "[SEP]",
                                                                  "[MASK]"]
@@ -20,9 +20,9 @@ def tiny_vocab(size=CONFIG.vocab_size):
     return specials + words
 
 
-def batch(vocab_size=CONFIG.vocab_size, seed=0):
+def batch(vocabulary_size=CONFIG.vocabulary_size, seed=0):
     """A padded batch of sentence pairs with the tiny vocab's [CLS]=5 and [SEP]=6."""
-    return padded_pair_batch(vocab_size, lengths=(14, 9, 5), first_lengths=(6, 3, 2), seed=seed,
+    return padded_pair_batch(vocabulary_size, lengths=(14, 9, 5), first_lengths=(6, 3, 2), seed=seed,
                              cls_id=5, sep_id=6, first_word_id=8)
 
 

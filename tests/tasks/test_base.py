@@ -9,7 +9,7 @@ from keras_bert_lab import Backbone, BertBackbone, BertClassifier, BertConfig, T
 from keras_bert_lab.errors import PresetError
 from tests.presets.helpers import tiny_vocab
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, max_positions=32)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, max_positions=32)
 
 
 def test_a_stored_argument_the_class_no_longer_takes_is_dropped_with_a_warning(tmp_path):

@@ -15,14 +15,14 @@ from tests.conftest import padded_pair_batch
 from tests.presets.helpers import tiny_vocab
 from tests.tasks.helpers import check_presets_in_other_backends, run_task_test
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
-GPT_CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
-GPT_VOCABULARY = [f"t{i}" for i in range(GPT_CONFIG.vocab_size)]   # "t1" made by the one merge
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=32)
+GPT_CONFIG = GPTConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=32)
+GPT_VOCABULARY = [f"t{i}" for i in range(GPT_CONFIG.vocabulary_size)]   # "t1" made by the one merge
 B = 3
 
 
 def pair_batch(seed=0):
-    return padded_pair_batch(vocab_size=CONFIG.vocab_size, lengths=(14, 9, 5),
+    return padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size, lengths=(14, 9, 5),
                              first_lengths=(6, 3, 2), seed=seed, cls_id=5, sep_id=6,
                              first_word_id=8)
 
@@ -69,7 +69,7 @@ def case(name):
         y = {"mlm": np.array([[9, 10, 11]] * B), "nsp": np.array([0, 1, 0])}
         weights = {"mlm": np.array([[1, 1, 0]] * B, "float32"), "nsp": np.ones(B, "float32")}
         return (BertPretrainer(backbone), x, y, weights,
-                {"mlm": (B, 3, CONFIG.vocab_size), "nsp": (B, 2)}, True)
+                {"mlm": (B, 3, CONFIG.vocabulary_size), "nsp": (B, 2)}, True)
     if name == "classifier":
         return (BertClassifier(backbone, labels=["a", "b", "c"]), x, np.array([0, 2, 1]), None,
                 (B, 3), True)

@@ -8,11 +8,11 @@ from keras_bert_lab.pipelines.batches import batches
 from keras_bert_lab.training.finetune import fit_best_epoch
 from tests.models.bert.test_pretrainer import pretraining_batch
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=500, max_positions=64)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=500, max_positions=64)
 
 
 def _pretraining_set(n=16):
-    x, y, sw = pretraining_batch(batch_size=n, length=16, seed=1, vocab_size=500)
+    x, y, sw = pretraining_batch(batch_size=n, length=16, seed=1, vocabulary_size=500)
     return batches(x, y, sw, batch_size=8)
 
 

@@ -14,7 +14,7 @@ from keras_bert_lab.training.transfer import group_learning_rate_factors
 from keras_bert_lab.training.schedules import SlantedTriangular, WarmupLinearDecay
 from tests.models.bert.test_pretrainer import pretraining_batch
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=500, max_positions=64)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=500, max_positions=64)
 
 
 def test_warmup_linear_decay_values():
@@ -58,7 +58,7 @@ def test_layer_decay_scales_each_update():
     """One AdamW step with layer decay d moves block i by d**(L-i) times the plain step (decoupled
     weight decay included), the embeddings by d**(L+1), pooler and heads by 1 — in fit on each
     backend."""
-    x, y, sw = pretraining_batch(batch_size=4, length=16, seed=3, vocab_size=500)
+    x, y, sw = pretraining_batch(batch_size=4, length=16, seed=3, vocabulary_size=500)
 
     def one_step(layer_decay):
         keras.utils.set_random_seed(7)
@@ -89,7 +89,7 @@ def test_fused_adamw_equals_keras_adamw():
     """Three steps of the fused update (TF kernel / torch in-place ops / Keras' on JAX) leave the
     weights and both slots where ``keras.optimizers.AdamW`` leaves them: decay, clipping and a
     warm-up schedule included."""
-    batches = [pretraining_batch(batch_size=4, length=16, seed=s, vocab_size=500) for s in (1, 2, 3)]
+    batches = [pretraining_batch(batch_size=4, length=16, seed=s, vocabulary_size=500) for s in (1, 2, 3)]
 
     def train(optimizer_class):
         keras.utils.set_random_seed(11)
@@ -127,7 +127,7 @@ def _new_model(seed):
 
 
 def test_exact_resume(tmp_path):
-    batches = [pretraining_batch(batch_size=4, length=16, seed=s, vocab_size=500) for s in range(6)]
+    batches = [pretraining_batch(batch_size=4, length=16, seed=s, vocabulary_size=500) for s in range(6)]
     unbroken = _new_model(seed=7)
     _run(unbroken, batches)
 
@@ -161,7 +161,7 @@ def test_checkpoints_are_pruned_and_atomic(tmp_path):
 def test_restore_rejects_another_model(tmp_path):
     model = _new_model(seed=1)
     save_checkpoint(model, str(tmp_path), 1)
-    other = BertPretrainer(BertBackbone(BertConfig.from_size("tiny", vocab_size=500,
+    other = BertPretrainer(BertBackbone(BertConfig.from_size("tiny", vocabulary_size=500,
                                                              max_positions=64, num_layers=1)))
     other.compile()
     with pytest.raises(TrainingError, match="variables"):

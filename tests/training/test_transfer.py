@@ -20,7 +20,7 @@ from keras_bert_lab.training.schedules import SlantedTriangular
 from keras_bert_lab.training.transfer import (GradualUnfreezing, freeze_below,
                                               group_learning_rate_factors, layer_groups)
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, max_positions=32)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, max_positions=32)
 
 
 def _classifier():
@@ -51,7 +51,7 @@ def test_layer_groups_cover_bert_and_gpt_bottom_up():
     assert where["encoder_layer_0/ffn_in/kernel"] == 1
     assert where["encoder_layer_1/ffn_in/kernel"] == 2
     assert where["pooler/kernel"] == where["classifier/kernel"] == 3
-    gpt = GPTClassifier(GPTBackbone({**GPTBackbone("tiny").config.to_dict(), "vocab_size": 64}),
+    gpt = GPTClassifier(GPTBackbone({**GPTBackbone("tiny").config.to_dict(), "vocabulary_size": 64}),
                         num_classes=3)
     where = _group_of(layer_groups(gpt))
     assert where["embeddings/position_embedding"] == 0

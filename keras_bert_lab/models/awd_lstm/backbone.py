@@ -21,7 +21,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``E`` embedding width, ``H`` hidden width, ``
 
 Example:
 >>> import numpy as np
->>> backbone = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocab_size=50))
+>>> backbone = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocabulary_size=50))
 >>> out = backbone({"token_ids": np.array([[3, 4, 5, 0]]),
 ...                 "padding_mask": np.array([[1, 1, 1, 0]])})
 >>> tuple(out["sequence_output"].shape), [tuple(h.shape) for h in out["hidden_states"]]
@@ -131,7 +131,7 @@ class AwdLstmBackbone(Backbone):
         layers = len(config.layer_dims())
         parts = _Parts(
             config=config,
-            token_embedding=EmbeddingDropout(config.vocab_size, config.embedding_dim,
+            token_embedding=EmbeddingDropout(config.vocabulary_size, config.embedding_dim,
                                              rate=config.embedding_dropout, dtype=dtype,
                                              name="token_embedding"),
             input_dropout=LockedDropout(config.input_dropout, dtype=dtype, name="input_dropout"),

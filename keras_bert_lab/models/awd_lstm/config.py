@@ -20,7 +20,7 @@ hidden, output, weight)``:
   scales by a ``drop_mult`` when fine-tuning a language model.
 
 Example:
->>> config = AwdLstmConfig.from_size("paper", vocab_size=10000)
+>>> config = AwdLstmConfig.from_size("paper", vocabulary_size=10000)
 >>> config.layer_dims()
 [(400, 1150), (1150, 1150), (1150, 400)]
 >>> round(config.num_parameters() / 1e6, 1)
@@ -57,7 +57,7 @@ class AwdLstmConfig(ModelConfig):
     vocabulary and the released code's dropouts; see the module docstring).
 
     Args:
-        vocab_size: rows ``V`` of the embedding table (and logits of the tied decoder).
+        vocabulary_size: rows ``V`` of the embedding table (and logits of the tied decoder).
         embedding_dim: ``E``, the embedding width and the last LSTM layer's width.
         hidden_dim: ``H``, the width of every other LSTM layer.
         num_layers: LSTM layers ``L``: E → H, H → H, …, H → E (one layer: E → E).
@@ -72,7 +72,7 @@ class AwdLstmConfig(ModelConfig):
     sizes = SIZES
     size_fields = ("num_layers", "embedding_dim", "hidden_dim")
 
-    vocab_size: int = 33278
+    vocabulary_size: int = 33278
     embedding_dim: int = 400
     hidden_dim: int = 1150
     num_layers: int = 3
@@ -85,7 +85,7 @@ class AwdLstmConfig(ModelConfig):
     free_fields = DROPOUT_FIELDS
 
     def __post_init__(self):
-        for name in ("vocab_size", "embedding_dim", "hidden_dim", "num_layers"):
+        for name in ("vocabulary_size", "embedding_dim", "hidden_dim", "num_layers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"AwdLstmConfig.{name} must be a positive integer, got "
@@ -120,5 +120,5 @@ class AwdLstmConfig(ModelConfig):
         ``decoder_bias=True`` adds the language model's ``V`` decoder biases (its weight is the
         tied table)."""
         lstm = sum(4 * out * (inp + out) + 4 * out for inp, out in self.layer_dims())
-        return self.vocab_size * self.embedding_dim + lstm + (self.vocab_size if decoder_bias
+        return self.vocabulary_size * self.embedding_dim + lstm + (self.vocabulary_size if decoder_bias
                                                               else 0)

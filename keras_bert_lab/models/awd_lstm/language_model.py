@@ -19,7 +19,7 @@ Example:
 >>> import numpy as np
 >>> from keras_bert_lab.models.awd_lstm.config import AwdLstmConfig
 >>> from keras_bert_lab.pipelines.language_model import next_token_batch
->>> model = AwdLstmLanguageModel(AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocab_size=60)),
+>>> model = AwdLstmLanguageModel(AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocabulary_size=60)),
 ...                              stateful_batch_size=2)
 >>> model.compile()
 >>> rows = np.random.default_rng(0).integers(0, 60, (2, 9)).astype("int32")

@@ -156,10 +156,10 @@ class TiedDecoder(keras.layers.Layer):
     def __init__(self, embedding, **kwargs):
         super().__init__(**kwargs)
         object.__setattr__(self, "_embedding", embedding)  # untracked: see the docstring
-        self.vocab_size = embedding.input_dim
+        self.vocabulary_size = embedding.input_dim
 
     def build(self, *shapes):
-        self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
+        self.bias = self.add_weight(name="bias", shape=(self.vocabulary_size,), initializer="zeros")
 
     def call(self, hidden):
         table = ops.cast(self._embedding.embeddings, self.compute_dtype)       # (V, E)
@@ -167,7 +167,7 @@ class TiedDecoder(keras.layers.Layer):
         return ops.cast(logits, "float32")
 
     def compute_output_shape(self, hidden_shape):
-        return (*hidden_shape[:-1], self.vocab_size)
+        return (*hidden_shape[:-1], self.vocabulary_size)
 
 
 @keras.saving.register_keras_serializable("keras_bert_lab")

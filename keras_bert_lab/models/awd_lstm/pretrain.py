@@ -124,15 +124,15 @@ def _tokenizer(settings, output_dir, lines, preset):
                                min_count=settings.min_count), None
 
 
-def build_model(settings, vocab_size, steps, preset=None, rows=None):
+def build_model(settings, vocabulary_size, steps, preset=None, rows=None):
     """A compiled stateful ``AwdLstmLanguageModel``: AdamW (ULMFiT's β 0.7/0.99, the AWD-LSTM's
     clipping at global norm 0.25) under the slanted triangular rate; from ``preset`` with its
     embedding and decoder bias re-indexed by ``rows`` when given; with the dropout set
     ``settings.dropouts`` (times ``drop_mult``) when one is named."""
     if preset is not None:
-        config = AwdLstmConfig.from_dict({**preset.config, "vocab_size": vocab_size})
+        config = AwdLstmConfig.from_dict({**preset.config, "vocabulary_size": vocabulary_size})
     else:
-        config = AwdLstmConfig.from_size(settings.size, vocab_size=vocab_size)
+        config = AwdLstmConfig.from_size(settings.size, vocabulary_size=vocabulary_size)
     if settings.dropouts is not None:
         config = config.with_dropouts(settings.dropouts, settings.drop_mult)
     model = AwdLstmLanguageModel(AwdLstmBackbone(config),

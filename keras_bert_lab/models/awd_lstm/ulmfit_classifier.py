@@ -29,7 +29,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``E`` embedding width, ``K`` classes.
 Example:
 >>> import numpy as np
 >>> from keras_bert_lab.models.awd_lstm.config import AwdLstmConfig
->>> model = UlmfitClassifier(AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocab_size=60)),
+>>> model = UlmfitClassifier(AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocabulary_size=60)),
 ...                          num_classes=3)
 >>> x = {"token_ids": np.array([[5, 6, 7, 8], [9, 10, 0, 0]]),
 ...      "padding_mask": np.array([[1, 1, 1, 1], [1, 1, 0, 0]])}

@@ -60,13 +60,13 @@ class BertBackbone(Backbone):
 
     config_class = BertConfig
     input_names = INPUT_NAMES
-    id_ranges = {"token_ids": "vocab_size", "segment_ids": "type_vocab_size"}
+    id_ranges = {"token_ids": "vocabulary_size", "segment_ids": "type_vocab_size"}
 
     def __init__(self, config="base", dtype=None, **kwargs):
         config = BertConfig.coerce(config)
         learned = config.position_embedding == "learned"
         embeddings = BertEmbedding(
-            config.vocab_size, config.hidden_size, config.max_positions, config.type_vocab_size,
+            config.vocabulary_size, config.hidden_size, config.max_positions, config.type_vocab_size,
             dropout=config.dropout, layer_norm_epsilon=config.layer_norm_epsilon,
             initializer_range=config.initializer_range, learned_positions=learned,
             use_bias=config.use_bias, dtype=dtype, name="embeddings")

@@ -39,7 +39,7 @@ class BertConfig(TransformerConfig):
     ModernBERT's with every layer global (``presets.convert.modernbert`` maps the weights).
 
     Args:
-        vocab_size: number of WordPiece ids.
+        vocabulary_size: number of WordPiece ids.
         hidden_size: width ``H`` of every hidden state.
         num_layers: number of encoder blocks.
         num_heads: attention heads ``N``; ``hidden_size`` must be divisible by it.
@@ -82,7 +82,7 @@ class BertConfig(TransformerConfig):
     sizes = SIZES
     size_fields = ("num_layers", "hidden_size", "num_heads")
 
-    vocab_size: int = 30522
+    vocabulary_size: int = 30522
     hidden_size: int = 768
     num_layers: int = 12
     num_heads: int = 12
@@ -110,7 +110,7 @@ class BertConfig(TransformerConfig):
     def __post_init__(self):
         if self.intermediate_size is None:
             object.__setattr__(self, "intermediate_size", 4 * self.hidden_size)
-        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads",
+        for name in ("vocabulary_size", "hidden_size", "num_layers", "num_heads",
                      "intermediate_size", "max_positions", "type_vocab_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -162,7 +162,7 @@ class BertConfig(TransformerConfig):
         h, i, bias = self.hidden_size, self.intermediate_size, int(self.use_bias)
         norm = (1 + bias) * h  # γ [and β]
         positions = self.max_positions if self.position_embedding == "learned" else 0
-        embeddings = (self.vocab_size + positions + self.type_vocab_size) * h + norm
+        embeddings = (self.vocabulary_size + positions + self.type_vocab_size) * h + norm
         # QKV + attention output (4H² [+ 4H]), two LayerNorms, feed-forward: H·I' [+ I'] in with
         # I' = I (GELU) or 2I (GEGLU), I·H [+ H] out.
         wide = 2 * i if self.feedforward == "geglu" else i

@@ -123,7 +123,7 @@ def read_google_checkpoint(path):
     if not os.path.isfile(vocab_path):
         raise PresetError(f"{directory} lacks vocab.txt, the WordPiece vocabulary of the model.")
     vocabulary = vocabulary_file.read_vocabulary(vocab_path)
-    vocabulary_file.check_vocabulary_size(vocabulary, config["vocab_size"],
+    vocabulary_file.check_vocabulary_size(vocabulary, config["vocabulary_size"],
                                         where=f"vocabulary {vocab_path}")
     return config, state, vocabulary, skipped
 

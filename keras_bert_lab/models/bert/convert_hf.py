@@ -75,7 +75,7 @@ def read_hf_checkpoint(directory, lowercase=None):
     config = config_from_hf(hf_config)
     state_dict = rename_legacy_keys(_read_weights(directory, present))
     vocabulary, where, fast_lowercase = _read_vocabulary(directory, present)
-    vocabulary_file.check_vocabulary_size(vocabulary, config["vocab_size"], where=where)
+    vocabulary_file.check_vocabulary_size(vocabulary, config["vocabulary_size"], where=where)
     if lowercase is None:
         lowercase = fast_lowercase
     if lowercase is None:

@@ -78,7 +78,7 @@ def config_from_keras_hub(kh_config):
     """Our BERT config (a dict of ``BertConfig`` fields) from a keras-hub ``BertBackbone``'s."""
     try:
         return dict(
-            vocab_size=kh_config["vocabulary_size"], hidden_size=kh_config["hidden_dim"],
+            vocabulary_size=kh_config["vocabulary_size"], hidden_size=kh_config["hidden_dim"],
             num_layers=kh_config["num_layers"], num_heads=kh_config["num_heads"],
             intermediate_size=kh_config["intermediate_dim"],
             max_positions=kh_config.get("max_sequence_length", 512),
@@ -96,7 +96,7 @@ def config_to_keras_hub(config):
         raise PresetError(f"keras-hub's BertBackbone fixes LayerNorm epsilon at 1e-12; this model "
                           f"uses {config['layer_norm_epsilon']}, so it cannot be exported "
                           "faithfully.")
-    return {"vocabulary_size": config["vocab_size"], "num_layers": config["num_layers"],
+    return {"vocabulary_size": config["vocabulary_size"], "num_layers": config["num_layers"],
             "num_heads": config["num_heads"], "hidden_dim": config["hidden_size"],
             "intermediate_dim": config["intermediate_size"], "dropout": config["dropout"],
             "max_sequence_length": config["max_positions"],
@@ -121,7 +121,7 @@ def read_keras_hub_preset(directory):
         raise PresetError(f"{directory} lacks {VOCAB_PATH}; save the keras-hub tokenizer with the "
                           "backbone (tokenizer.save_to_preset(directory)).")
     vocabulary = vocabulary_file.read_vocabulary(vocab_path)
-    vocabulary_file.check_vocabulary_size(vocabulary, config["vocab_size"],
+    vocabulary_file.check_vocabulary_size(vocabulary, config["vocabulary_size"],
                                         where=f"vocabulary {vocab_path}")
     tokenizer_path = directory / "tokenizer.json"
     lowercase = None

@@ -64,7 +64,7 @@ def config_from_hf(hf_config, type_vocab_size=2):
                           "so they must agree.")
     try:
         return dict(
-            vocab_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
+            vocabulary_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
             num_layers=layers, num_heads=hf_config["num_attention_heads"],
             intermediate_size=hf_config["intermediate_size"],
             max_positions=hf_config.get("max_position_embeddings", 8192),
@@ -89,7 +89,7 @@ def config_to_hf(config):
     _check_modern(c)
     return {
         "architectures": ["ModernBertModel"], "model_type": "modernbert",
-        "vocab_size": c["vocab_size"], "hidden_size": c["hidden_size"],
+        "vocab_size": c["vocabulary_size"], "hidden_size": c["hidden_size"],
         "intermediate_size": c["intermediate_size"], "num_hidden_layers": c["num_layers"],
         "num_attention_heads": c["num_heads"], "hidden_activation": "gelu",
         "max_position_embeddings": c["max_positions"], "norm_eps": c["layer_norm_epsilon"],
@@ -131,7 +131,7 @@ def weight_table(config, prefix=""):
             [row(f"{ours}/bias", f"{theirs}.bias", shape[-1:])] if bias else [])
 
     rows = [row("backbone/embeddings/token_embedding/embeddings",
-                f"{p}embeddings.tok_embeddings.weight", (c["vocab_size"], h)),
+                f"{p}embeddings.tok_embeddings.weight", (c["vocabulary_size"], h)),
             *norm("backbone/embeddings/norm", f"{p}embeddings.norm")]
     for layer in range(c["num_layers"]):
         ours, theirs = f"backbone/encoder_layer_{layer}", f"{p}layers.{layer}"

@@ -47,7 +47,7 @@ def config_from_hf(hf_config):
                           f"{hf_config['position_embedding_type']!r}.")
     try:
         config = dict(
-            vocab_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
+            vocabulary_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
             num_layers=hf_config["num_hidden_layers"], num_heads=hf_config["num_attention_heads"],
             intermediate_size=hf_config["intermediate_size"],
             max_positions=hf_config["max_position_embeddings"],
@@ -68,7 +68,7 @@ def config_to_hf(config):
     require_classic(c)
     return {
         "architectures": ["BertForPreTraining"], "model_type": "bert",
-        "vocab_size": c["vocab_size"], "hidden_size": c["hidden_size"],
+        "vocab_size": c["vocabulary_size"], "hidden_size": c["hidden_size"],
         "num_hidden_layers": c["num_layers"], "num_attention_heads": c["num_heads"],
         "intermediate_size": c["intermediate_size"], "hidden_act": "gelu",
         "max_position_embeddings": c["max_positions"], "type_vocab_size": c["type_vocab_size"],
@@ -142,7 +142,7 @@ def weight_table(config, prefix="bert.", heads=False):
 
     rows = [
         row("backbone/embeddings/token_embedding/embeddings",
-            f"{p}embeddings.word_embeddings.weight", (c["vocab_size"], h)),
+            f"{p}embeddings.word_embeddings.weight", (c["vocabulary_size"], h)),
         row("backbone/embeddings/position_embedding", f"{p}embeddings.position_embeddings.weight",
             (c["max_positions"], h)),
         row("backbone/embeddings/segment_embedding/embeddings",
@@ -173,7 +173,7 @@ def weight_table(config, prefix="bert.", heads=False):
         rows += [
             *dense("task/masked_lm_head/transform", "cls.predictions.transform.dense", (h, h)),
             *norm("task/masked_lm_head/norm", "cls.predictions.transform.LayerNorm"),
-            row("task/masked_lm_head/output_bias", "cls.predictions.bias", (c["vocab_size"],)),
+            row("task/masked_lm_head/output_bias", "cls.predictions.bias", (c["vocabulary_size"],)),
             *dense("task/next_sentence_head", "cls.seq_relationship", (h, 2)),
         ]
     return rows

@@ -149,12 +149,12 @@ def load_tokenizer(settings):
     return WordPieceTokenizer(settings.vocabulary or locate("bert_uncased_vocab"))
 
 
-def build_model(settings, vocab_size):
+def build_model(settings, vocabulary_size):
     """A compiled ``BertPretrainer`` of ``settings.size`` with BERT's optimizer and schedule."""
     keras.config.set_dtype_policy(settings.precision)
     longest = max(settings.sequence_length,
                   settings.phase2_sequence_length if settings.phase2_steps else 0)
-    config = BertConfig.from_size(settings.size, vocab_size=vocab_size,
+    config = BertConfig.from_size(settings.size, vocabulary_size=vocabulary_size,
                                   max_positions=max(512, longest), **settings.encoder_options)
     model = BertPretrainer(BertBackbone(config))
     warmup = (settings.warmup_steps if settings.warmup_steps is not None

@@ -101,7 +101,7 @@ class ElmoBackbone(Backbone):
 
     ``ElmoBackbone.from_original(options_json, lm_weights_hdf5)`` loads a released biLM;
     ``from_preset``/``save_to_preset`` work as for every backbone (the preset's vocabulary is the
-    language model's word vocabulary, ``vocab_size`` words).
+    language model's word vocabulary, ``vocabulary_size`` words).
     """
 
     config_class = ElmoConfig

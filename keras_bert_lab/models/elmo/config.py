@@ -57,7 +57,7 @@ class ElmoConfig(ModelConfig):
             (``lstm.cell_clip``, ``lstm.proj_clip``); ``None``: no clipping.
         use_skip_connections: add each LSTM layer's input to its output, from the second layer
             on (``lstm.use_skip_connections``).
-        vocab_size: words of the language-model softmax (``n_tokens_vocab``); 0: none — the
+        vocabulary_size: words of the language-model softmax (``n_tokens_vocab``); 0: none — the
             biLM is used as a feature extractor only (released weight files have no softmax).
         dropout: dropout on each LSTM layer's input and on the softmax input while training
             (bilm-tf trained with 0.1); 0 for inference.
@@ -81,7 +81,7 @@ class ElmoConfig(ModelConfig):
     cell_clip: float | None = 3.0
     projection_clip: float | None = 3.0
     use_skip_connections: bool = True
-    vocab_size: int = 0
+    vocabulary_size: int = 0
     dropout: float = 0.0
 
     def __post_init__(self):
@@ -99,7 +99,7 @@ class ElmoConfig(ModelConfig):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"ElmoConfig.{name} must be a positive integer, got {value!r}.")
-        for name in ("num_highway", "vocab_size"):
+        for name in ("num_highway", "vocabulary_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"ElmoConfig.{name} must be an integer >= 0, got {value!r}.")
@@ -133,7 +133,7 @@ class ElmoConfig(ModelConfig):
         """From an original ``options.json`` (a dict); errors name the option that is wrong.
 
         Training settings (``n_epochs``, ``batch_size``, ...) are ignored; ``n_tokens_vocab``
-        becomes ``vocab_size``; see :func:`keras_bert_lab.models.elmo.convert.config_from_options`.
+        becomes ``vocabulary_size``; see :func:`keras_bert_lab.models.elmo.convert.config_from_options`.
         """
         from keras_bert_lab.models.elmo.convert import config_from_options
 
@@ -164,4 +164,4 @@ class ElmoConfig(ModelConfig):
         # per layer and direction: [x, h] -> 4 gates (+ bias), then the cell -> P projection
         lstm = (p + p) * 4 * d + 4 * d + d * p
         total = characters + convolutions + highway + projection + 2 * self.num_layers * lstm
-        return total + (p * self.vocab_size + self.vocab_size if softmax else 0)
+        return total + (p * self.vocabulary_size + self.vocabulary_size if softmax else 0)

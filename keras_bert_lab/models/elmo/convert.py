@@ -134,7 +134,7 @@ def config_from_options(options):
 
     Checks the structure (sections, required and unknown keys) and names the option at fault;
     the values are checked by ``ElmoConfig``. Training settings are ignored; ``n_tokens_vocab``
-    becomes ``vocab_size``; an ``n_characters`` of 261 (bilm-tf's training value, before the
+    becomes ``vocabulary_size``; an ``n_characters`` of 261 (bilm-tf's training value, before the
     padding row is added) is read as 262.
     """
     options = read_options(options)
@@ -169,7 +169,7 @@ def config_from_options(options):
         projection_dim=lstm["projection_dim"], num_layers=lstm["n_layers"],
         cell_clip=lstm.get("cell_clip"), projection_clip=lstm.get("proj_clip"),
         use_skip_connections=bool(lstm.get("use_skip_connections", False)),
-        vocab_size=options.get("n_tokens_vocab") or 0)
+        vocabulary_size=options.get("n_tokens_vocab") or 0)
 
 
 def _check_values(cnn, lstm):
@@ -213,8 +213,8 @@ def options_from_config(config):
                      "max_characters_per_token": config["max_characters"],
                      "activation": config["activation"]},
     }
-    if config.get("vocab_size"):
-        options["n_tokens_vocab"] = config["vocab_size"]
+    if config.get("vocabulary_size"):
+        options["n_tokens_vocab"] = config["vocabulary_size"]
     return options
 
 
@@ -301,16 +301,16 @@ def import_original(options, weights, preset_dir, vocabulary=None, source=None, 
     """Write a preset directory (``ElmoBackbone``) from a released biLM.
 
     ``vocabulary``: the language model's word vocabulary (a vocab.txt path or a token list),
-    needed when ``options.json`` has ``n_tokens_vocab``; it sets ``vocab_size``. Without it the
-    preset has no softmax vocabulary (``vocab_size`` 0, an empty ``vocab.txt``).
+    needed when ``options.json`` has ``n_tokens_vocab``; it sets ``vocabulary_size``. Without it the
+    preset has no softmax vocabulary (``vocabulary_size`` 0, an empty ``vocab.txt``).
     """
     config, named = read_original(options, weights)
     tokens = coerce_vocabulary(vocabulary) or []
-    if config["vocab_size"] and len(tokens) != config["vocab_size"]:
-        raise PresetError(f"options.json has n_tokens_vocab={config['vocab_size']} but the "
+    if config["vocabulary_size"] and len(tokens) != config["vocabulary_size"]:
+        raise PresetError(f"options.json has n_tokens_vocab={config['vocabulary_size']} but the "
                           f"vocabulary given has {len(tokens)} tokens; pass the vocabulary the "
                           "biLM was trained with (vocabulary=<vocab.txt>).")
-    config["vocab_size"] = len(tokens)
+    config["vocabulary_size"] = len(tokens)
     return preset_format.write_preset(
         preset_dir, backbone_class="ElmoBackbone", config=config, weights=named, vocabulary=tokens,
         tokenizer={"lowercase": False}, overwrite=overwrite, license=license,

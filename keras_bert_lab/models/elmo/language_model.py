@@ -22,7 +22,7 @@ Shapes: ``B`` batch, ``T`` tokens, ``V`` words, ``P`` projection.
 Example:
 >>> import numpy as np
 >>> from keras_bert_lab.models.elmo.config import ElmoConfig
->>> model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=20, num_layers=1)))
+>>> model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=20, num_layers=1)))
 >>> token_ids = np.array([[1, 5, 6, 7, 2], [1, 8, 2, 0, 0]])   # <S> … </S>, then padding
 >>> padding_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
 >>> y, weights = language_model_targets(token_ids, padding_mask)
@@ -82,7 +82,7 @@ class ElmoLanguageModel(Task):
     cross-entropy, and ``evaluate`` reports the full one.
 
     Args:
-        backbone: an ``ElmoBackbone`` whose config has ``vocab_size > 0`` (the softmax's ``V``).
+        backbone: an ``ElmoBackbone`` whose config has ``vocabulary_size > 0`` (the softmax's ``V``).
         num_sampled: 0 for the full softmax in training; else the number of words sampled per
             batch (with replacement; ``1 ≤ num_sampled < V``). The vocabulary must be ranked by
             falling frequency after any special words, as built vocabularies are.
@@ -94,16 +94,16 @@ class ElmoLanguageModel(Task):
 
     def __init__(self, backbone, num_sampled=0, seed=None, **kwargs):
         config = backbone.config
-        if not config.vocab_size:
+        if not config.vocabulary_size:
             raise ConfigError("ElmoLanguageModel needs a word vocabulary: build the ElmoBackbone with "
-                              "ElmoConfig(vocab_size=<number of words>) (or a preset that has "
+                              "ElmoConfig(vocabulary_size=<number of words>) (or a preset that has "
                               "one).")
         num_sampled = int(num_sampled)
-        if not 0 <= num_sampled < config.vocab_size:
+        if not 0 <= num_sampled < config.vocabulary_size:
             raise ConfigError(f"num_sampled={num_sampled}: sample between 1 and "
-                              f"{config.vocab_size - 1} words (fewer than the vocabulary's "
-                              f"{config.vocab_size}), or 0 for the full softmax.")
-        softmax = keras.layers.Dense(config.vocab_size, dtype=backbone.dtype_policy,
+                              f"{config.vocabulary_size - 1} words (fewer than the vocabulary's "
+                              f"{config.vocabulary_size}), or 0 for the full softmax.")
+        softmax = keras.layers.Dense(config.vocabulary_size, dtype=backbone.dtype_policy,
                                      name="softmax")
         drop = dropout(config.dropout, backbone.dtype_policy, "softmax_input_dropout") \
             if config.dropout else None
@@ -142,10 +142,10 @@ class ElmoLanguageModel(Task):
         """``num_sampled`` word ids (S,) drawn with replacement from the log-uniform
         distribution ``P(k) = log((k + 2) / (k + 1)) / log(V + 1)``, ``k`` in ``[0, V)``."""
         ops = keras.ops
-        vocab_size = self.backbone.config.vocab_size
+        vocabulary_size = self.backbone.config.vocabulary_size
         uniform = keras.random.uniform((self.num_sampled,), seed=self.sampler)
-        ranks = ops.floor(ops.exp(uniform * float(np.log(vocab_size + 1.0))))
-        return ops.clip(ops.cast(ranks, "int32") - 1, 0, vocab_size - 1)
+        ranks = ops.floor(ops.exp(uniform * float(np.log(vocabulary_size + 1.0))))
+        return ops.clip(ops.cast(ranks, "int32") - 1, 0, vocabulary_size - 1)
 
     def sampled_logits(self, states, targets, sampled):
         """``(labels, logits)``: per direction, the target's and the ``sampled`` words' logits
@@ -153,7 +153,7 @@ class ElmoLanguageModel(Task):
         that equal the target masked; the labels are all 0 (the target's column)."""
         ops = keras.ops
         count = ops.shape(sampled)[0]
-        log_range = float(np.log(self.backbone.config.vocab_size + 1.0))
+        log_range = float(np.log(self.backbone.config.vocabulary_size + 1.0))
 
         def log_expected_count(ids):
             ids = ops.cast(ids, "float32")

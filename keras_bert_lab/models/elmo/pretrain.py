@@ -152,10 +152,10 @@ def load_words(settings, output_dir, resume):
     return WordData(types, words, word_ids, type_characters(types), train, heldout)
 
 
-def build_model(settings, vocab_size):
+def build_model(settings, vocabulary_size):
     """A compiled ``ElmoLanguageModel``: AdamW (warm-up, cosine) or bilm-tf's Adagrad."""
     keras.config.set_dtype_policy(settings.precision)
-    config = ElmoConfig.from_size(settings.size, vocab_size=vocab_size, dropout=settings.dropout)
+    config = ElmoConfig.from_size(settings.size, vocabulary_size=vocabulary_size, dropout=settings.dropout)
     model = ElmoLanguageModel(ElmoBackbone(config), num_sampled=settings.sampled_softmax)
     rate = settings.peak_learning_rate
     if settings.optimizer == "adagrad":

@@ -55,7 +55,7 @@ class GPTBackbone(Backbone):
     def __init__(self, config="base", dtype=None, **kwargs):
         config = GPTConfig.coerce(config)
         embeddings = TokenAndPositionEmbedding(
-            config.vocab_size, config.hidden_size, config.max_positions,
+            config.vocabulary_size, config.hidden_size, config.max_positions,
             dropout=config.embedding_dropout, initializer_range=config.initializer_range,
             dtype=dtype, name="embeddings")
         decoder_layers = [

@@ -48,7 +48,7 @@ class GPTCausalLM(Task):
 
     Example:
     >>> import numpy as np
-    >>> model = GPTCausalLM(GPTBackbone({"vocab_size": 1000, "hidden_size": 64,
+    >>> model = GPTCausalLM(GPTBackbone({"vocabulary_size": 1000, "hidden_size": 64,
     ...                                  "num_layers": 2, "num_heads": 2}))
     >>> model.compile()
     >>> rows = np.random.default_rng(0).integers(0, 1000, (4, 9)).astype("int32")
@@ -128,7 +128,7 @@ class GPTCausalLM(Task):
         Returns ``{"token_ids": (B, L) int32, "padding_mask": (B, L) int32}`` (NumPy).
         """
         ids, mask = self._prompts(prompt_ids, padding_mask)
-        check_sampling(strategy, top_k, top_p, temperature, self.backbone.config.vocab_size)
+        check_sampling(strategy, top_k, top_p, temperature, self.backbone.config.vocabulary_size)
         ids, mask = self._fit_length(ids, mask, max_length, truncate)
         batch = len(ids)
         tokens = np.zeros((batch, max_length), "int32")
@@ -211,7 +211,7 @@ class GPTCausalLM(Task):
                 cut[row, :length - start] = ids[row, start:length]
             ids, mask = cut, (np.arange(keep) < np.minimum(lengths, keep)[:, None]).astype("int32")
         values = ids[mask > 0]
-        vocab = self.backbone.config.vocab_size
+        vocab = self.backbone.config.vocabulary_size
         if values.min() < 0 or values.max() >= vocab:
             bad = values.max() if values.max() >= vocab else values.min()
             raise InputError(f"prompt_ids hold id {int(bad)} outside [0, {vocab}); check that the "
@@ -219,7 +219,7 @@ class GPTCausalLM(Task):
         return ids.astype("int32"), mask
 
 
-def check_sampling(strategy, top_k, top_p, temperature, vocab_size):
+def check_sampling(strategy, top_k, top_p, temperature, vocabulary_size):
     """Raise ``InputError`` naming the allowed range of a bad generation argument."""
     if strategy not in STRATEGIES:
         raise InputError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}.")
@@ -228,8 +228,8 @@ def check_sampling(strategy, top_k, top_p, temperature, vocab_size):
         raise InputError(f"temperature must be a number > 0 (1.0 leaves the distribution as "
                          f"is), got {temperature!r}.")
     if strategy == "top_k" and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer))
-                                or not 1 <= top_k <= vocab_size):
-        raise InputError(f"top_k must be an integer in [1, {vocab_size}] (the vocabulary size), "
+                                or not 1 <= top_k <= vocabulary_size):
+        raise InputError(f"top_k must be an integer in [1, {vocabulary_size}] (the vocabulary size), "
                          f"got {top_k!r}.")
     if strategy == "top_p" and (isinstance(top_p, bool) or not isinstance(top_p, (int, float))
                                 or not 0 < top_p <= 1):

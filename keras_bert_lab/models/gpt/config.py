@@ -32,10 +32,10 @@ class GPTConfig(TransformerConfig):
     attention probabilities, LayerNorm epsilon 1e-5, N(0, 0.02) initialisation and the tanh
     approximation of GELU (``activation="gelu"``, as ``transformers``' ``OpenAIGPTConfig.afn``).
     Fine-tuning adds special tokens (``_start_``, ``_delimiter_``, ``_classify_``): raise
-    ``vocab_size`` by their number.
+    ``vocabulary_size`` by their number.
 
     Args:
-        vocab_size: number of BPE ids (special tokens included).
+        vocabulary_size: number of BPE ids (special tokens included).
         hidden_size: width ``H`` of every hidden state.
         num_layers: number of decoder blocks.
         num_heads: attention heads ``N``; ``hidden_size`` must be divisible by it.
@@ -61,7 +61,7 @@ class GPTConfig(TransformerConfig):
     sizes = SIZES
     size_fields = ("num_layers", "hidden_size", "num_heads")
 
-    vocab_size: int = 40478
+    vocabulary_size: int = 40478
     hidden_size: int = 768
     num_layers: int = 12
     num_heads: int = 12
@@ -77,7 +77,7 @@ class GPTConfig(TransformerConfig):
     def __post_init__(self):
         if self.intermediate_size is None:
             object.__setattr__(self, "intermediate_size", 4 * self.hidden_size)
-        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads",
+        for name in ("vocabulary_size", "hidden_size", "num_layers", "num_heads",
                      "intermediate_size", "max_positions"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -106,7 +106,7 @@ class GPTConfig(TransformerConfig):
         The language-model head adds none: it is tied to the token table and has no bias.
         """
         h, i = self.hidden_size, self.intermediate_size
-        embeddings = (self.vocab_size + self.max_positions) * h
+        embeddings = (self.vocabulary_size + self.max_positions) * h
         # QKV + attention output (4H² + 4H), two LayerNorms (4H), feed-forward (2HI + I + H).
         block = 4 * h * h + 4 * h + 4 * h + 2 * h * i + i + h
         return embeddings + self.num_layers * block

@@ -66,7 +66,7 @@ def config_from_hf(hf_config):
                           "(tanh approximation), relu, silu, swish.")
     try:
         config = dict(
-            vocab_size=hf_config["vocab_size"], hidden_size=hf_config["n_embd"],
+            vocabulary_size=hf_config["vocab_size"], hidden_size=hf_config["n_embd"],
             num_layers=hf_config["n_layer"], num_heads=hf_config["n_head"],
             intermediate_size=4 * hf_config["n_embd"], max_positions=hf_config["n_positions"],
             dropout=hf_config.get("resid_pdrop", 0.1),
@@ -87,7 +87,7 @@ def config_to_hf(config):
         raise PresetError("transformers' OpenAIGPT fixes the feed-forward width to 4 × hidden "
                           "and has no exact-erf 'gelu'; this config cannot be exported.")
     return {"architectures": ["OpenAIGPTLMHeadModel"], "model_type": "openai-gpt",
-            "vocab_size": c["vocab_size"], "n_embd": c["hidden_size"], "n_layer": c["num_layers"],
+            "vocab_size": c["vocabulary_size"], "n_embd": c["hidden_size"], "n_layer": c["num_layers"],
             "n_head": c["num_heads"], "n_positions": c["max_positions"], "afn": c["activation"],
             "resid_pdrop": c["dropout"], "embd_pdrop": c["embedding_dropout"],
             "attn_pdrop": c["attention_dropout"], "layer_norm_epsilon": c["layer_norm_epsilon"],
@@ -121,7 +121,7 @@ def weight_table(config, prefix=""):
     d = _head_size(c)
     same = (lambda w: w, lambda w: w)
     rows = [Row("backbone/embeddings/token_embedding/embeddings", f"{prefix}tokens_embed.weight",
-                (c["vocab_size"], h), *same),
+                (c["vocabulary_size"], h), *same),
             Row("backbone/embeddings/position_embedding", f"{prefix}positions_embed.weight",
                 (c["max_positions"], h), *same)]
     for layer in range(c["num_layers"]):
@@ -279,7 +279,7 @@ def state_dict_from_openai(arrays, num_heads=12, special_rows=0, seed=0):
         state[f"h.{k // 12}.{_BLOCK_PARAMETERS[k % 12]}"] = np.asarray(array, "float32").reshape(
             np.shape(array)[1:] if np.ndim(array) == 3 and np.shape(array)[0] == 1
             else np.shape(array))  # the (1, in, out) kernels of the TF Conv1D
-    config = dict(vocab_size=tokens.shape[0], hidden_size=tokens.shape[1],
+    config = dict(vocabulary_size=tokens.shape[0], hidden_size=tokens.shape[1],
                   num_layers=(len(arrays) - 2) // 12, num_heads=num_heads,
                   intermediate_size=state["h.0.mlp.c_fc.bias"].shape[0] if len(arrays) > 2
                   else 4 * tokens.shape[1], max_positions=positions.shape[0],
@@ -351,7 +351,7 @@ def import_hf(directory, preset_dir, allow_partial=False, overwrite=False, sourc
     encoder = preset_format.read_json(directory / "vocab.json", "checkpoint")
     return preset_format.write_preset(
         preset_dir, backbone_class="GPTBackbone", config=config, weights=weights,
-        vocabulary=vocabulary_from_encoder(encoder, config["vocab_size"]),
+        vocabulary=vocabulary_from_encoder(encoder, config["vocabulary_size"]),
         merges=preset_format.read_merges(directory / "merges.txt"), tokenizer=TOKENIZER,
         task=CAUSAL_LM, source=source or f"Hugging Face checkpoint {directory.absolute()}",
         license=license, overwrite=overwrite)

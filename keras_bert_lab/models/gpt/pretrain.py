@@ -107,27 +107,27 @@ def load_tokenizer(settings, output_dir, corpus):
     return train_bpe(lines, num_merges=settings.bpe_merges)
 
 
-def log_unigram(token_ids, vocab_size):
+def log_unigram(token_ids, vocabulary_size):
     """``log((count + 1) / total)`` (V,) float32: the add-one unigram log-probabilities of
     ``token_ids``, where the LM-head bias starts."""
-    counts = np.bincount(np.asarray(token_ids, "int64").ravel(), minlength=vocab_size) + 1.0
+    counts = np.bincount(np.asarray(token_ids, "int64").ravel(), minlength=vocabulary_size) + 1.0
     return np.log(counts / counts.sum()).astype("float32")
 
 
-def build_model(settings, vocab_size, train_ids=None):
+def build_model(settings, vocabulary_size, train_ids=None):
     """A compiled ``GPTCausalLM`` with GPT-1's optimizer shape (AdamW, warm-up then cosine);
     with ``settings.output_bias`` its LM-head bias is set to :func:`log_unigram` of
     ``train_ids`` (the training stream's ids)."""
     keras.config.set_dtype_policy(settings.precision)
     rates = {} if settings.dropout is None else {
         name: settings.dropout for name in ("dropout", "embedding_dropout", "attention_dropout")}
-    config = GPTConfig.from_size(settings.size, vocab_size=vocab_size, **rates)
+    config = GPTConfig.from_size(settings.size, vocabulary_size=vocabulary_size, **rates)
     model = GPTCausalLM(GPTBackbone(config), output_bias=settings.output_bias)
     if settings.output_bias:
         if train_ids is None:
             raise ConfigError("output_bias starts at the training tokens' log unigram: pass "
                               "train_ids to build_model.")
-        model.lm_head.bias.assign(log_unigram(train_ids, vocab_size))
+        model.lm_head.bias.assign(log_unigram(train_ids, vocabulary_size))
     warmup = settings.warmup_steps if settings.warmup_steps is not None \
         else max(1, settings.steps // 10)
     schedule = WarmupCosineDecay(settings.learning_rate, min(warmup, settings.steps),

@@ -13,7 +13,7 @@ from keras_bert_lab.models.awd_lstm.config import AwdLstmConfig
 from tests.conftest import to_numpy
 
 # three layers (E → H → H → E) and every dropout on: all must vanish at inference
-CONFIG = AwdLstmConfig.from_size("tiny", vocab_size=40, num_layers=3)
+CONFIG = AwdLstmConfig.from_size("tiny", vocabulary_size=40, num_layers=3)
 IDS = np.random.default_rng(0).integers(1, 40, size=(3, 9)).astype("int32")
 MASK = np.array([[1] * 9, [1] * 6 + [0] * 3, [1] * 2 + [0] * 7], "int32")
 
@@ -23,7 +23,7 @@ def torch_copy():
     """The tiny backbone and a torch embedding + stacked torch.nn.LSTMs holding its weights."""
     torch.manual_seed(0)
     backbone = AwdLstmBackbone(CONFIG)
-    embedding = torch.nn.Embedding(CONFIG.vocab_size, CONFIG.embedding_dim)
+    embedding = torch.nn.Embedding(CONFIG.vocabulary_size, CONFIG.embedding_dim)
     lstms = [torch.nn.LSTM(d, u, batch_first=True) for d, u in CONFIG.layer_dims()]
     backbone.token_embedding.embeddings.assign(embedding.weight.detach().numpy())
     for layer, ref in zip(backbone.lstm_layers, lstms):
@@ -73,7 +73,7 @@ def test_torch_weight_conversion_round_trips(torch_copy):
 # ---- config ---------------------------------------------------------------------------------
 def independent_count(config):
     """Parameters from torch modules of the same shapes, less the second LSTM bias we fold."""
-    count = config.vocab_size * config.embedding_dim
+    count = config.vocabulary_size * config.embedding_dim
     for d, u in config.layer_dims():
         count += sum(p.numel() for p in torch.nn.LSTM(d, u).parameters()) - 4 * u
     return count
@@ -81,7 +81,7 @@ def independent_count(config):
 
 def test_num_parameters_matches_an_independent_count_and_the_model():
     for size in ("tiny", "mini", "small", "medium"):
-        config = AwdLstmConfig.from_size(size, vocab_size=100)
+        config = AwdLstmConfig.from_size(size, vocabulary_size=100)
         assert config.num_parameters() == independent_count(config), size
     assert AwdLstmBackbone(CONFIG).count_params() == CONFIG.num_parameters()
 
@@ -90,7 +90,7 @@ def test_num_parameters_matches_an_independent_count_and_the_model():
 def test_paper_size_has_the_published_parameter_counts(vocab, millions):
     """Merity et al. Tables 1-2: 24M parameters on the PTB, 33M on WikiText-2 (24.2M and 33.5M,
     whole millions as the tables give them)."""
-    config = AwdLstmConfig.from_size("paper", vocab_size=vocab)
+    config = AwdLstmConfig.from_size("paper", vocabulary_size=vocab)
     assert int(config.num_parameters() / 1e6) == millions
     assert config.num_parameters() == independent_count(config)
     assert config.layer_dims() == [(400, 1150), (1150, 1150), (1150, 400)]
@@ -150,13 +150,13 @@ def test_layer_groups_are_the_embedding_then_each_lstm():
 
 
 def test_keras_and_preset_round_trips_keep_outputs(tmp_path):
-    backbone = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocab_size=40, num_layers=1))
+    backbone = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocabulary_size=40, num_layers=1))
     x = {"token_ids": IDS, "padding_mask": MASK}
     expected = backbone.predict_on_batch(x)["hidden_states"]
     backbone.save(tmp_path / "awd.keras")
     loaded = keras.saving.load_model(tmp_path / "awd.keras")
     preset = backbone.save_to_preset(tmp_path / "preset",
-                                     vocabulary=[f"w{i}" for i in range(CONFIG.vocab_size)])
+                                     vocabulary=[f"w{i}" for i in range(CONFIG.vocabulary_size)])
     for model in (loaded, AwdLstmBackbone.from_preset(preset)):
         assert isinstance(model, AwdLstmBackbone) and model.config == backbone.config
         for got, want in zip(model.predict_on_batch(x)["hidden_states"], expected):
@@ -164,7 +164,7 @@ def test_keras_and_preset_round_trips_keep_outputs(tmp_path):
 
 
 def test_input_checks():
-    backbone = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocab_size=10))
+    backbone = AwdLstmBackbone(AwdLstmConfig.from_size("tiny", vocabulary_size=10))
     ids, mask = np.array([[1, 2]]), np.array([[1, 1]])
     with pytest.raises(InputError, match="takes a dict"):
         backbone(ids)

@@ -13,7 +13,7 @@ from tests.conftest import to_numpy
 
 V = 40
 # one LSTM layer (E → E) keeps compilation short; the backbone's tests cover deeper stacks
-CONFIG = AwdLstmConfig.from_size("tiny", vocab_size=V, num_layers=1)
+CONFIG = AwdLstmConfig.from_size("tiny", vocabulary_size=V, num_layers=1)
 NO_DROPOUT = CONFIG.with_dropouts("awd_lstm", 0.0)
 RNG = np.random.default_rng(0)
 

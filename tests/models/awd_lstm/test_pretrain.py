@@ -63,7 +63,7 @@ def test_the_three_stages(corpus_file, tmp_path):  # noqa: F811
     assert 0.0 <= report["test"]["accuracy"] <= 1.0 and report["labels"] == ["negative",
                                                                             "positive"]
     from keras_bert_lab.models.awd_lstm.ulmfit_classifier import UlmfitClassifier
-    assert UlmfitClassifier.from_preset(out / "preset").backbone.config.vocab_size == \
+    assert UlmfitClassifier.from_preset(out / "preset").backbone.config.vocabulary_size == \
         tuned["vocabulary_size"]
 
 

@@ -13,7 +13,7 @@ from tests.conftest import to_numpy
 
 V, MAX_LEN = 40, 4
 # one LSTM layer (E → E) keeps compilation short; BPT3C is checked on two
-CONFIG = AwdLstmConfig.from_size("tiny", vocab_size=V, num_layers=1)
+CONFIG = AwdLstmConfig.from_size("tiny", vocabulary_size=V, num_layers=1)
 IDS = np.array([[5, 6, 7, 8, 9, 10, 11, 12], [13, 14, 15, 16, 17, 0, 0, 0],
                 [18, 19, 0, 0, 0, 0, 0, 0]], "int32")
 MASK = (IDS > 0).astype("int32")

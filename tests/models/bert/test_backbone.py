@@ -6,12 +6,12 @@ from keras_bert_lab import BertBackbone, BertConfig
 from keras_bert_lab.errors import InputError
 from tests.conftest import padded_pair_batch, to_numpy
 
-SMALL = BertConfig.from_size("tiny", vocab_size=1000, max_positions=64)
+SMALL = BertConfig.from_size("tiny", vocabulary_size=1000, max_positions=64)
 
 
 def test_outputs_and_padding_invariance():
     backbone = BertBackbone(SMALL)
-    batch = padded_pair_batch(vocab_size=1000)
+    batch = padded_pair_batch(vocabulary_size=1000)
     out = backbone(batch)
     assert tuple(out["sequence_output"].shape) == (3, 24, 128)
     assert tuple(out["pooled_output"].shape) == (3, 128)
@@ -41,7 +41,7 @@ def test_sequence_longer_than_position_table():
                                                 ("segment_ids", 2, 2)])
 def test_out_of_range_ids_in_eager_mode(name, value, upper):
     backbone = BertBackbone(SMALL)
-    batch = padded_pair_batch(vocab_size=1000)
+    batch = padded_pair_batch(vocabulary_size=1000)
     batch[name] = batch[name].copy()
     batch[name][0, 3] = value
     with pytest.raises(InputError, match=rf"'{name}' holds id {value} outside \[0, {upper}\)"):
@@ -50,7 +50,7 @@ def test_out_of_range_ids_in_eager_mode(name, value, upper):
 
 def test_missing_input_and_wrong_dtype():
     backbone = BertBackbone(SMALL)
-    batch = padded_pair_batch(vocab_size=1000)
+    batch = padded_pair_batch(vocabulary_size=1000)
     with pytest.raises(InputError, match="lack \\['padding_mask'\\]"):
         backbone({k: v for k, v in batch.items() if k != "padding_mask"})
     with pytest.raises(InputError, match="'token_ids' must hold integer ids"):
@@ -63,7 +63,7 @@ def test_missing_input_and_wrong_dtype():
 
 def test_keras_round_trip(tmp_path):
     backbone = BertBackbone(SMALL)
-    batch = padded_pair_batch(vocab_size=1000)
+    batch = padded_pair_batch(vocabulary_size=1000)
     path = str(tmp_path / "backbone.keras")
     backbone.save(path)
     restored = keras.saving.load_model(path)
@@ -75,7 +75,7 @@ def test_keras_round_trip(tmp_path):
 def test_out_of_range_ids_inside_compiled_predict():
     """The behaviour documented in BertBackbone's docstring, per backend."""
     backbone = BertBackbone(SMALL)
-    batch = padded_pair_batch(vocab_size=1000)
+    batch = padded_pair_batch(vocabulary_size=1000)
     batch["token_ids"] = batch["token_ids"].copy()
     batch["token_ids"][0, 3] = 1500
     with pytest.raises(InputError, match="id 1500 outside"):   # NumPy: checked before tracing
@@ -98,7 +98,7 @@ def test_predict_only_the_outputs_asked_for(tmp_path):
     from keras_bert_lab.errors import ConfigError
 
     backbone = BertBackbone(SMALL)
-    batch = padded_pair_batch(vocab_size=1000)
+    batch = padded_pair_batch(vocabulary_size=1000)
     full = backbone.predict(batch, verbose=0)
     two = backbone.predict(batch, verbose=0, outputs=("sequence_output", "pooled_output"))
     assert sorted(two) == ["pooled_output", "sequence_output"]

@@ -16,7 +16,7 @@ from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from tests.conftest import padded_pair_batch, to_numpy
 
 TOLERANCE = 1e-5
-CONFIG = BertConfig.from_size("tiny", num_layers=2, num_heads=4, vocab_size=2000,
+CONFIG = BertConfig.from_size("tiny", num_layers=2, num_heads=4, vocabulary_size=2000,
                               max_positions=64)
 HF_PROBLEMS = {"single_label": "single_label_classification", "regression": "regression",
                "multi_label": "multi_label_classification"}
@@ -58,7 +58,7 @@ def hf_forward(hf, batch, labels):
                                                  ("multi_label", 4)])
 def test_logits_and_loss_match_transformers(problem, num_classes):
     hf, ours = hf_pair(problem, num_classes)
-    batch = padded_pair_batch(vocab_size=CONFIG.vocab_size)
+    batch = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size)
     rng = np.random.default_rng(0)
     labels = {"single_label": np.array([0, 2, 1], "int64"),
               "regression": rng.uniform(0, 5, size=3).astype("float32"),
@@ -77,7 +77,7 @@ def test_fit_on_a_tiny_batch_reduces_the_loss(problem, num_classes):
     model = BertClassifier(BertBackbone(CONFIG), num_classes=num_classes, problem=problem,
                            dropout=0.0)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    x = padded_pair_batch(vocab_size=CONFIG.vocab_size, lengths=(12, 10, 8, 12),
+    x = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size, lengths=(12, 10, 8, 12),
                           first_lengths=(5, 4, 3, 6))
     y = {"single_label": np.array([0, 1, 1, 0]),
          "regression": np.array([0.5, 4.0, 2.5, 1.0], "float32")}[problem]
@@ -123,7 +123,7 @@ def test_pairs_pack_like_transformers():
 
 def test_padding_does_not_change_logits():
     model = BertClassifier(BertBackbone(CONFIG), num_classes=2)
-    batch = padded_pair_batch(vocab_size=CONFIG.vocab_size)
+    batch = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size)
     longer = {k: np.pad(v, ((0, 0), (0, 8))) for k, v in batch.items()}
     np.testing.assert_allclose(to_numpy(model(batch)), to_numpy(model(longer)), atol=1e-5)
 
@@ -146,7 +146,7 @@ def test_mean_pooling_head_reads_the_mean_of_real_tokens():
     """pooling="mean": the head sees the mean of the last layer over real tokens (not [CLS]);
     the unused pooler is frozen so it takes no weight decay and gets no update."""
     model = BertClassifier(BertBackbone(CONFIG), num_classes=3, pooling="mean", dropout=0.0)
-    batch = padded_pair_batch(vocab_size=CONFIG.vocab_size)
+    batch = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size)
     sequence = to_numpy(model.backbone(batch)["sequence_output"])
     mask = batch["padding_mask"][:, :, None]
     mean = (sequence * mask).sum(1) / mask.sum(1)

@@ -71,7 +71,7 @@ def test_ours_to_hf_to_ours(tmp_path):
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     assert_outputs_close(hf_outputs(hf.eval(), x), expected, what="transformers")
     tokenizer = transformers.BertTokenizerFast.from_pretrained(out)
-    assert len(tokenizer) == CONFIG.vocab_size and tokenizer.do_lower_case
+    assert len(tokenizer) == CONFIG.vocabulary_size and tokenizer.do_lower_case
     assert tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]", "w1"]) == [5, 6, 9]
     back = load_converted(import_hf(out, tmp_path / "preset"))
     assert isinstance(back, BertPretrainer)

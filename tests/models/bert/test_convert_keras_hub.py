@@ -41,7 +41,7 @@ def test_keras_hub_loads_our_export_and_computes_the_same(exported):
     got = {k: keras.ops.convert_to_numpy(v) for k, v in kh(x).items()}
     assert_outputs_close(got, expected, what="keras-hub (exact GELU)")
     tokenizer = keras_hub.models.BertTokenizer.from_preset(str(path))
-    assert tokenizer.vocabulary_size() == CONFIG.vocab_size
+    assert tokenizer.vocabulary_size() == CONFIG.vocabulary_size
     assert tokenizer.token_to_id("[CLS]") == 5 and tokenizer.lowercase
 
 

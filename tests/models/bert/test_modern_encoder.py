@@ -41,7 +41,7 @@ OPTIONS = [dict(norm_first=True), dict(use_bias=False), dict(feedforward="geglu"
 
 
 def tiny(**fields):
-    base = dict(vocab_size=64, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
+    base = dict(vocabulary_size=64, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
                 max_positions=16)
     return BertConfig(**{**base, **fields})
 
@@ -85,7 +85,7 @@ def hf_hidden_states(hf, batch):
 
 def test_hidden_states_match_modernbert(modern_pair):
     hf, ours, _ = modern_pair
-    batch = padded_pair_batch(vocab_size=VOCAB)
+    batch = padded_pair_batch(vocabulary_size=VOCAB)
     expected, last = hf_hidden_states(hf, batch)
     got = ours(batch)
     assert len(got["hidden_states"]) == len(expected) == ours.config.num_layers + 1
@@ -113,7 +113,7 @@ def test_modernbert_export_round_trip(modern_pair):
         **hf_config, pad_token_id=0, bos_token_id=None, eos_token_id=None, cls_token_id=None,
         sep_token_id=None)).eval()
     fresh.load_state_dict({k: torch.from_numpy(v) for k, v in exported.items()})
-    batch = padded_pair_batch(vocab_size=VOCAB, seed=2)
+    batch = padded_pair_batch(vocabulary_size=VOCAB, seed=2)
     np.testing.assert_allclose(hf_hidden_states(fresh, batch)[1], hf_hidden_states(hf, batch)[1],
                                atol=1e-6)
 
@@ -156,7 +156,7 @@ BERT_WEIGHTS = [
 
 
 def test_default_config_builds_berts_weights():
-    config = BertConfig.from_size("tiny", vocab_size=100, max_positions=16)
+    config = BertConfig.from_size("tiny", vocabulary_size=100, max_positions=16)
     assert (config.norm_first, config.use_bias, config.feedforward, config.position_embedding) \
         == (False, True, "gelu", "learned")
     backbone = BertBackbone(config)
@@ -251,7 +251,7 @@ def test_rotary_sequence_length_limit_names_max_positions():
 
 # ---- round trips ---------------------------------------------------------------------------
 def _batch():
-    return padded_pair_batch(vocab_size=64, lengths=(12, 9, 5), first_lengths=(5, 3, 2),
+    return padded_pair_batch(vocabulary_size=64, lengths=(12, 9, 5), first_lengths=(5, 3, 2),
                              cls_id=1, sep_id=2, first_word_id=5)
 
 

@@ -14,7 +14,7 @@ from keras_bert_lab.models.bert.multiple_choice import BertMultipleChoice
 from tests.conftest import padded_pair_batch, to_numpy
 
 TOLERANCE = 1e-5
-CONFIG = BertConfig.from_size("tiny", num_layers=2, num_heads=4, vocab_size=2000,
+CONFIG = BertConfig.from_size("tiny", num_layers=2, num_heads=4, vocabulary_size=2000,
                               max_positions=64)
 
 
@@ -22,7 +22,7 @@ def choice_batch(batch=2, choices=3, seed=0):
     """(B, C, T) pairs of different lengths: row-major over (example, choice)."""
     rng = np.random.default_rng(seed)
     lengths = tuple(int(n) for n in rng.integers(8, 20, size=batch * choices))
-    flat = padded_pair_batch(vocab_size=CONFIG.vocab_size, lengths=lengths,
+    flat = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size, lengths=lengths,
                              first_lengths=tuple(n // 2 - 1 for n in lengths), seed=seed)
     return {k: v.reshape(batch, choices, -1) for k, v in flat.items()}
 

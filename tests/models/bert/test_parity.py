@@ -62,7 +62,7 @@ def test_pretraining_heads_and_loss_match_transformers(models):
     positions = np.array([[1, 5, 12, 20], [2, 9, 14, 0], [3, 6, 0, 0]], "int32")
     weights = np.array([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0]], "float32")
     rng = np.random.default_rng(1)
-    mask_ids = rng.integers(0, CONFIG.vocab_size, size=positions.shape).astype("int32")
+    mask_ids = rng.integers(0, CONFIG.vocabulary_size, size=positions.shape).astype("int32")
     nsp_labels = np.array([0, 1, 1], "int32")
     labels = np.full(batch["token_ids"].shape, -100, "int64")
     for row in range(len(positions)):

@@ -48,7 +48,7 @@ def test_same_inputs_in_tf_data_and_from_python(tokenizer):
 def test_from_preset_reads_the_recorded_length(tmp_path):
     from keras_bert_lab import BertBackbone, BertConfig
 
-    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=30522, max_positions=64))
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=30522, max_positions=64))
     path = backbone.save_to_preset(tmp_path / "p", vocabulary=locate("bert_uncased_vocab"),
                                    preprocessor={"sequence_length": 40})
     assert BertTextPreprocessor.from_preset(path).sequence_length == 40

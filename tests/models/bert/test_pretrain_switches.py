@@ -18,7 +18,7 @@ from keras_bert_lab.training.optimizers import adamw
 from tests.conftest import padded_pair_batch, to_numpy
 
 VOCAB = 500
-CONFIG = BertConfig.from_size("tiny", vocab_size=VOCAB, max_positions=64, num_layers=1,
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=VOCAB, max_positions=64, num_layers=1,
                               dropout=0.0, attention_dropout=0.0)  # no dropout: same function
 MICRO, K, LENGTH, P = 2, 4, 16, 3
 # Each backend's quickest way to run a few steps: JAX jitted, TensorFlow graph mode (XLA compiles
@@ -31,7 +31,7 @@ def micro_batch(seed, weights):
     rng = np.random.default_rng(seed)
     rows = len(weights)
     lengths = tuple(int(n) for n in rng.integers(LENGTH // 2, LENGTH + 1, size=rows))
-    x = padded_pair_batch(vocab_size=VOCAB, lengths=lengths,
+    x = padded_pair_batch(vocabulary_size=VOCAB, lengths=lengths,
                           first_lengths=tuple(n // 2 - 1 for n in lengths), seed=seed,
                           first_word_id=104)
     x = {k: np.pad(v, ((0, 0), (0, LENGTH - v.shape[1]))) for k, v in x.items()}
@@ -123,7 +123,7 @@ def recipe_model(**overrides):
     from keras_bert_lab.models.bert.pretrain import PretrainSettings, build_model
 
     settings = PretrainSettings(size="tiny", steps=10, learning_rate=1e-3, **overrides)
-    return build_model(settings, vocab_size=VOCAB)
+    return build_model(settings, vocabulary_size=VOCAB)
 
 
 def test_mixed_float16_scales_the_loss_and_skips_overflowing_steps():

@@ -6,14 +6,14 @@ from keras_bert_lab import BertBackbone, BertConfig, BertPretrainer
 from keras_bert_lab.training.optimizers import decayed_variables
 from tests.conftest import padded_pair_batch, to_numpy
 
-CONFIG = BertConfig.from_size("tiny", vocab_size=2000, max_positions=64)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=2000, max_positions=64)
 
 
-def pretraining_batch(batch_size=8, length=32, predictions=5, seed=0, vocab_size=2000):
+def pretraining_batch(batch_size=8, length=32, predictions=5, seed=0, vocabulary_size=2000):
     rng = np.random.default_rng(seed)
     lengths = rng.integers(length // 2, length + 1, size=batch_size)
     lengths[0] = length
-    x = padded_pair_batch(vocab_size=vocab_size, lengths=tuple(lengths),
+    x = padded_pair_batch(vocabulary_size=vocabulary_size, lengths=tuple(lengths),
                           first_lengths=tuple(n // 2 - 1 for n in lengths), seed=seed)
     positions = np.zeros((batch_size, predictions), "int32")
     weights = np.zeros((batch_size, predictions), "float32")

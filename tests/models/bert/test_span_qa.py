@@ -47,7 +47,7 @@ def hf_forward(hf, batch, **kwargs):
 
 def test_logits_match_transformers_at_every_position(models):
     hf, ours = models
-    batch = padded_pair_batch(vocab_size=CONFIG.vocab_size, cls_id=2, sep_id=3, first_word_id=5)
+    batch = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size, cls_id=2, sep_id=3, first_word_id=5)
     expected = hf_forward(hf, batch)
     got = ours(batch)
     for key in ("start_logits", "end_logits"):
@@ -63,7 +63,7 @@ def test_logits_match_transformers_at_every_position(models):
 ])
 def test_loss_matches_transformers(models, starts, ends):
     hf, ours = models
-    batch = padded_pair_batch(vocab_size=CONFIG.vocab_size, cls_id=2, sep_id=3, first_word_id=5)
+    batch = padded_pair_batch(vocabulary_size=CONFIG.vocabulary_size, cls_id=2, sep_id=3, first_word_id=5)
     starts, ends = np.array(starts, "int32"), np.array(ends, "int32")
     expected = hf_forward(hf, batch, start_positions=torch.tensor(starts, dtype=torch.long),
                           end_positions=torch.tensor(ends, dtype=torch.long)).loss.item()
@@ -83,5 +83,5 @@ def test_span_loss_negative_positions_clamp_to_cls():
 
 
 def test_unused_pooler_is_frozen():
-    model = BertSpanQA(BertBackbone(BertConfig.from_size("tiny", vocab_size=64)))
+    model = BertSpanQA(BertBackbone(BertConfig.from_size("tiny", vocabulary_size=64)))
     assert not any("pooler" in v.path for v in model.trainable_variables)

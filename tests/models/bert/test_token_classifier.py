@@ -16,12 +16,12 @@ from tests.conftest import padded_pair_batch, to_numpy
 from tests.presets.helpers import tiny_vocab
 
 TOLERANCE = 1e-5
-CONFIG = BertConfig.from_size("tiny", vocab_size=300, num_layers=2, num_heads=4, max_positions=64)
+CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, num_layers=2, num_heads=4, max_positions=64)
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
 def batch():
-    return padded_pair_batch(CONFIG.vocab_size, lengths=(14, 9, 5), first_lengths=(12, 7, 3),
+    return padded_pair_batch(CONFIG.vocabulary_size, lengths=(14, 9, 5), first_lengths=(12, 7, 3),
                              seed=0, cls_id=5, sep_id=6, first_word_id=8)
 
 
@@ -110,7 +110,7 @@ def test_fit_lowers_the_loss_and_keeps_the_pooler_frozen():
 
 
 def test_tags_per_word_through_the_preprocessor():
-    vocab = tiny_vocab(CONFIG.vocab_size)
+    vocab = tiny_vocab(CONFIG.vocabulary_size)
     model = BertTokenClassifier(BertBackbone(CONFIG), labels=LABELS)
     preprocessor = TaggingPreprocessor(WordPieceTokenizer(vocab), model.labels, sequence_length=16)
     words = [["w1", "w2p3", "w5"], ["w7"], [f"w{i}" for i in range(1, 40)]]
@@ -134,7 +134,7 @@ def test_config_errors():
 
 
 def test_the_old_argument_name_num_labels_still_works_with_a_warning():
-    backbone = BertBackbone(BertConfig.from_size("tiny", vocab_size=50))
+    backbone = BertBackbone(BertConfig.from_size("tiny", vocabulary_size=50))
     with pytest.warns(FutureWarning, match="num_labels is now num_classes"):
         model = BertTokenClassifier(backbone, num_labels=3)
     assert model.num_classes == 3 and model.get_config()["num_classes"] == 3

@@ -68,7 +68,7 @@ def test_mini_size_counts_its_weights():
 
 
 def test_num_parameters_matches_the_model_with_softmax_and_dropout():
-    config = ElmoConfig.from_size("tiny", vocab_size=30, dropout=0.1, num_layers=3)
+    config = ElmoConfig.from_size("tiny", vocabulary_size=30, dropout=0.1, num_layers=3)
     model = ElmoLanguageModel(ElmoBackbone(config))
     assert model.count_params() == config.num_parameters(softmax=True)
 
@@ -95,7 +95,7 @@ def test_options_errors_name_the_option():
         ElmoConfig.from_options({"lstm": options["lstm"]})
     # a training run's options: settings ignored, the softmax vocabulary read
     run = {**options, "n_tokens_vocab": 793471, "batch_size": 128, "n_epochs": 10}
-    assert ElmoConfig.from_options(run).vocab_size == 793471
+    assert ElmoConfig.from_options(run).vocabulary_size == 793471
 
 
 # ---- backbone -------------------------------------------------------------------------------
@@ -175,10 +175,10 @@ def test_keras_round_trip(tmp_path):
 
 
 # ---- language model task --------------------------------------------------------------------
-def lm_batch(vocab_size=40, seed=0):
+def lm_batch(vocabulary_size=40, seed=0):
     ids = fixture_ids(lengths=(8, 5, 3, 6), seed=seed)
     mask = ids.any(-1).astype("int32")
-    token_ids = np.random.default_rng(seed).integers(0, vocab_size, size=mask.shape) * mask
+    token_ids = np.random.default_rng(seed).integers(0, vocabulary_size, size=mask.shape) * mask
     y, weights = language_model_targets(token_ids, mask)
     return ids, y, weights
 
@@ -191,7 +191,7 @@ def test_targets_shift_each_direction():
 
 def test_language_model_fits():
     # one LSTM layer per direction: the training step's compilation is the slow part of this test
-    config = ElmoConfig.from_size("tiny", vocab_size=40, dropout=0.1, num_layers=1)
+    config = ElmoConfig.from_size("tiny", vocabulary_size=40, dropout=0.1, num_layers=1)
     model = ElmoLanguageModel(ElmoBackbone(config))
     ids, y, weights = lm_batch()
     assert {k: (tuple(v.shape), v.dtype) for k, v in model.output.items()} == {
@@ -208,7 +208,7 @@ def test_language_model_fits():
 
 
 def test_language_model_saves_and_loads(tmp_path):
-    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=40)))
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=40)))
     path = tmp_path / "lm.keras"
     model.save(path)
     loaded = keras.saving.load_model(path)
@@ -225,7 +225,7 @@ def test_language_model_preset_loads_under_the_other_backends(tmp_path):
     state under the other two backends."""
     from tests.tasks.helpers import check_presets_in_other_backends
 
-    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=40)),
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=40)),
                               num_sampled=8, seed=5)
     preset = model.save_to_preset(tmp_path / "preset", vocabulary=[f"w{i}" for i in range(40)])
     ids = {"character_ids": fixture_ids()}
@@ -244,7 +244,7 @@ def test_sampled_logits_equal_their_formula():
     """Target and sample logits minus log(S · P(k)) with P the log-uniform distribution; a
     sample equal to the target masked out; labels all 0."""
     vocab = 40
-    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=vocab,
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=vocab,
                                                             num_layers=1)), num_sampled=5)
     rng = np.random.default_rng(0)
     model.softmax.kernel.assign(rng.normal(size=(16, vocab)).astype("float32"))
@@ -272,7 +272,7 @@ def test_sampled_logits_equal_their_formula():
 
 def test_samples_follow_the_log_uniform_distribution():
     vocab = 1000
-    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=vocab,
+    model = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=vocab,
                                                             num_layers=1)), num_sampled=999,
                               seed=1)
     draws = np.concatenate([to_numpy(model.draw_samples()) for _ in range(40)])   # 39,960
@@ -285,7 +285,7 @@ def test_samples_follow_the_log_uniform_distribution():
 
 
 def test_sampled_softmax_trains_and_evaluates_the_full_softmax(tmp_path):
-    config = ElmoConfig.from_size("tiny", vocab_size=40, num_layers=1)
+    config = ElmoConfig.from_size("tiny", vocabulary_size=40, num_layers=1)
     model = ElmoLanguageModel(ElmoBackbone(config), num_sampled=12, seed=3)
     ids, y, weights = lm_batch()
     states = model(ids, training=True)            # fit's call: the top states, no (B, T, V)
@@ -318,4 +318,4 @@ def test_sampled_softmax_trains_and_evaluates_the_full_softmax(tmp_path):
 
 def test_sampled_softmax_needs_fewer_samples_than_words():
     with pytest.raises(ConfigError, match="num_sampled=40: sample between 1 and 39"):
-        ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=40)), num_sampled=40)
+        ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=40)), num_sampled=40)

@@ -100,7 +100,7 @@ def test_preset_and_export_round_trip(fixture, bilm, tmp_path):
     preset = import_original(fixture["options"], fixture["weights"], tmp_path / "preset",
                              vocabulary=vocabulary)
     loaded = ElmoBackbone.from_preset(preset)
-    assert loaded.config.vocab_size == 458
+    assert loaded.config.vocabulary_size == 458
     for (name, got), (_, ref) in zip(named_variables(loaded), named_variables(bilm)):
         np.testing.assert_array_equal(to_numpy(got), to_numpy(ref), err_msg=name)
     for source in (preset, loaded):   # a preset directory and a model both export
@@ -120,7 +120,7 @@ def test_preset_and_export_round_trip(fixture, bilm, tmp_path):
 def test_preset_without_a_softmax_vocabulary(fixture, bilm, tmp_path):
     preset = import_original(fixture["options"], fixture["weights"], tmp_path / "preset")
     loaded = ElmoBackbone.from_preset(preset)
-    assert loaded.config.vocab_size == 0
+    assert loaded.config.vocabulary_size == 0
     assert ElmoBackbone.from_preset(loaded.save_to_preset(tmp_path / "again")).config == bilm.config
 
 

@@ -11,7 +11,7 @@ from keras_bert_lab.models.gpt.backbone import GPTBackbone
 from keras_bert_lab.models.gpt.config import GPTConfig
 from tests.conftest import to_numpy
 
-CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
+CONFIG = GPTConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=32)
 
 
 def causal_reference(x, qkv_kernel, qkv_bias, out_kernel, out_bias):
@@ -40,7 +40,7 @@ def backbone():
 
 
 def ids(batch=2, length=10, seed=0):
-    return np.random.default_rng(seed).integers(0, CONFIG.vocab_size, (batch, length)).astype(
+    return np.random.default_rng(seed).integers(0, CONFIG.vocabulary_size, (batch, length)).astype(
         "int32")
 
 
@@ -74,7 +74,7 @@ def test_causal_attention_matches_numpy(explicit):
 
 def test_later_tokens_do_not_change_earlier_outputs(backbone):
     a, b = ids(), ids()
-    b[:, 6:] = (b[:, 6:] + 1) % CONFIG.vocab_size
+    b[:, 6:] = (b[:, 6:] + 1) % CONFIG.vocabulary_size
     out_a, out_b = run(backbone, a), run(backbone, b)
     np.testing.assert_allclose(out_a["sequence_output"][:, :6], out_b["sequence_output"][:, :6],
                                atol=1e-5)
@@ -117,7 +117,7 @@ def test_bad_inputs_are_named(backbone, inputs, message):
 
 
 @pytest.mark.parametrize("layer", [
-    TokenAndPositionEmbedding(vocab_size=50, hidden_size=8, max_positions=16, dropout=0.1),
+    TokenAndPositionEmbedding(vocabulary_size=50, hidden_size=8, max_positions=16, dropout=0.1),
     MultiHeadSelfAttention(num_heads=2, dropout=0.1, causal=True),
     TransformerDecoderBlock(num_heads=2, intermediate_size=32, dropout=0.1, attention_dropout=0.2,
                             activation="relu"),

@@ -13,7 +13,7 @@ from keras_bert_lab.pipelines.language_model import next_token_batch
 from tests.conftest import to_numpy
 from tests.models.gpt.test_backbone import predict
 
-CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_heads=4, max_positions=32)
+CONFIG = GPTConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=32)
 PROMPTS = [[5, 6, 7], [8, 9, 10, 11, 12], [13]]  # ragged: each row continues from its own end
 # Every generate() call below uses 3 rows and L = 12 with top_k = 3 where it samples top-k, so
 # that the compiled generation loops (one per strategy and cache use) are built once.
@@ -145,7 +145,7 @@ def test_bad_prompts(lm):
 
 def test_fit_on_arrays_and_a_dataset():
     """The loss is the cross-entropy averaged over real tokens; fit runs on NumPy and tf.data."""
-    rows = np.random.default_rng(0).integers(0, CONFIG.vocab_size, (4, 12)).astype("int32")
+    rows = np.random.default_rng(0).integers(0, CONFIG.vocabulary_size, (4, 12)).astype("int32")
     mask = np.ones_like(rows)
     mask[2:, 8:] = 0
     x, y, w = next_token_batch(rows, mask)
@@ -173,7 +173,7 @@ def test_config_keras_file_and_preset(lm, tmp_path):
     restored = keras.saving.load_model(tmp_path / "lm.keras")
     assert type(restored) is GPTCausalLM
     np.testing.assert_allclose(predict(restored, x), expected, atol=1e-6)
-    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    vocab = [f"t{i}" for i in range(CONFIG.vocabulary_size)]
     preset = lm.save_to_preset(tmp_path / "preset", vocabulary=vocab, merges=["t 1", "t1 0"])
     assert (preset / "merges.txt").is_file()
     loaded = GPTCausalLM.from_preset(preset)
@@ -187,7 +187,7 @@ def test_config_keras_file_and_preset(lm, tmp_path):
 def biased_twin(lm, seed=0):
     """A ``GPTCausalLM(output_bias=True)`` on ``lm``'s own backbone, with a random bias (V,)."""
     model = GPTCausalLM(lm.backbone, output_bias=True)
-    bias = np.random.default_rng(seed).normal(0.0, 3.0, CONFIG.vocab_size).astype("float32")
+    bias = np.random.default_rng(seed).normal(0.0, 3.0, CONFIG.vocabulary_size).astype("float32")
     model.lm_head.bias.assign(bias)
     return model, bias
 
@@ -202,7 +202,7 @@ def test_output_bias_adds_to_transformers_logits(lm, hf):
         reference = hf(torch.tensor(tokens)).logits.numpy()
     np.testing.assert_allclose(logits_of(model, tokens), reference + bias, atol=1e-4, rtol=0)
     assert lm.lm_head.bias is None and not lm.lm_head.use_bias
-    assert model.count_params() == CONFIG.num_parameters() + CONFIG.vocab_size
+    assert model.count_params() == CONFIG.num_parameters() + CONFIG.vocabulary_size
     out = model.generate(PROMPTS, max_length=L)["token_ids"]  # generation scores with the bias
     for row, prompt in enumerate(PROMPTS):
         logits = logits_of(model, out[row:row + 1])[0]
@@ -212,7 +212,7 @@ def test_output_bias_adds_to_transformers_logits(lm, hf):
 
 
 def test_output_bias_trains_and_round_trips(tmp_path):
-    rows = np.random.default_rng(1).integers(0, CONFIG.vocab_size, (4, 12)).astype("int32")
+    rows = np.random.default_rng(1).integers(0, CONFIG.vocabulary_size, (4, 12)).astype("int32")
     x, y, w = next_token_batch(rows, np.ones_like(rows))
     keras.utils.set_random_seed(0)
     model, start = biased_twin(GPTCausalLM(GPTBackbone(CONFIG)), seed=2)
@@ -228,7 +228,7 @@ def test_output_bias_trains_and_round_trips(tmp_path):
     restored = keras.saving.load_model(tmp_path / "lm.keras")
     np.testing.assert_array_equal(to_numpy(restored.lm_head.bias), trained)
     np.testing.assert_allclose(predict(restored, x), expected, atol=1e-5)
-    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    vocab = [f"t{i}" for i in range(CONFIG.vocabulary_size)]
     preset = model.save_to_preset(tmp_path / "preset", vocabulary=vocab, merges=["t 1"])
     loaded = GPTCausalLM.from_preset(preset)
     assert loaded.output_bias and loaded.get_config()["output_bias"] is True

@@ -15,7 +15,7 @@ def test_named_sizes(name):
     config = GPTConfig.from_size(name)
     assert (config.num_layers, config.hidden_size, config.num_heads) == SIZES[name]
     assert config.intermediate_size == 4 * config.hidden_size
-    assert (config.vocab_size, config.max_positions) == (40478, 512)
+    assert (config.vocabulary_size, config.max_positions) == (40478, 512)
     assert (config.dropout, config.embedding_dropout, config.attention_dropout) == (0.1,) * 3
     assert config.layer_norm_epsilon == 1e-5 and config.activation == "gelu"
 
@@ -27,9 +27,9 @@ def test_base_is_the_paper_model():
             config.intermediate_size) == (12, 768, 12, 3072)
 
 
-@pytest.mark.parametrize("name, vocab_size", [("mini", 1000)])
-def test_parameter_count_of_built_model(name, vocab_size):
-    config = GPTConfig.from_size(name, vocab_size=vocab_size)
+@pytest.mark.parametrize("name, vocabulary_size", [("mini", 1000)])
+def test_parameter_count_of_built_model(name, vocabulary_size):
+    config = GPTConfig.from_size(name, vocabulary_size=vocabulary_size)
     assert GPTBackbone(config).count_params() == config.num_parameters()
 
 
@@ -63,7 +63,7 @@ def test_gelu_is_the_tanh_approximation_of_transformers():
     (dict(dropout=-0.1), "dropout"),
     (dict(embedding_dropout=1.0), "embedding_dropout"),
     (dict(attention_dropout=True), "attention_dropout"),
-    (dict(vocab_size=2.5), "vocab_size"),
+    (dict(vocabulary_size=2.5), "vocabulary_size"),
     (dict(layer_norm_epsilon=0), "layer_norm_epsilon"),
     (dict(activation="tanh"), "activation"),
 ])
@@ -82,7 +82,7 @@ def test_unknown_size_and_field():
 
 
 def test_dict_round_trip_and_coerce():
-    config = GPTConfig.from_size("mini", vocab_size=40481, dropout=0.0)
+    config = GPTConfig.from_size("mini", vocabulary_size=40481, dropout=0.0)
     assert GPTConfig.from_dict(config.to_dict()) == config
     assert GPTConfig.coerce(config.to_dict()) == config and GPTConfig.coerce("mini").num_layers == 4
     assert config.head_size == 64

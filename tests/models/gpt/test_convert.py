@@ -106,7 +106,7 @@ def test_special_tokens_and_heads(archive, tmp_path):
         path = import_openai(archive, tmp_path / "p", num_heads=HEADS,
                              special_tokens=("_start_", "_delimiter_", "_classify_"))
     loaded = read_preset(path)
-    assert loaded.config["vocab_size"] == 53 and loaded.vocabulary()[-1] == "_classify_"
+    assert loaded.config["vocabulary_size"] == 53 and loaded.vocabulary()[-1] == "_classify_"
     extra = loaded.weights()["backbone/embeddings/token_embedding/embeddings"][50:]
     assert extra.shape == (3, 10) and 0.001 < extra.std() < 0.1
     with pytest.raises(PresetError, match="num_heads 3"):

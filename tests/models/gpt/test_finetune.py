@@ -20,7 +20,7 @@ def gpt_preset(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpt")
     tokenizer = train_bpe([" ".join(GOOD + BAD + ["film", "the", "was", "it"])] * 3,
                           num_merges=200, min_frequency=2)
-    config = GPTConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=32)
+    config = GPTConfig.from_size("tiny", vocabulary_size=tokenizer.vocabulary_size, max_positions=32)
     GPTCausalLM(GPTBackbone(config)).save_to_preset(
         root / "preset", vocabulary=tokenizer.vocabulary, merges=tokenizer.merges)
     return root
@@ -94,7 +94,7 @@ def test_squad_learns_templated_questions_with_a_gpt_preset(tmp_path, capsys):
     texts = [p["context"] + " " + qa["question"] for data in (train, valid)
              for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]]
     tokenizer = train_bpe(texts, num_merges=300, min_frequency=2)
-    config = GPTConfig.from_size("tiny", vocab_size=tokenizer.vocabulary_size, max_positions=64)
+    config = GPTConfig.from_size("tiny", vocabulary_size=tokenizer.vocabulary_size, max_positions=64)
     preset = GPTCausalLM(GPTBackbone(config)).save_to_preset(
         tmp_path / "lm", vocabulary=tokenizer.vocabulary, merges=tokenizer.merges)
     for name, data in (("train", train), ("valid", valid)):

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 TOLERANCE = 1e-5
-CONFIG = GPTConfig.from_size("tiny", vocab_size=400, num_layers=3, num_heads=4,
+CONFIG = GPTConfig.from_size("tiny", vocabulary_size=400, num_layers=3, num_heads=4,
                              max_positions=40)  # heads > 2 exercises the split
 
 
@@ -40,12 +40,12 @@ def hf_state(hf):
     return {k: v.detach().numpy() for k, v in hf.state_dict().items()}
 
 
-def padded_batch(vocab_size=CONFIG.vocab_size, lengths=(17, 11, 4), seed=0):
+def padded_batch(vocabulary_size=CONFIG.vocabulary_size, lengths=(17, 11, 4), seed=0):
     rng = np.random.default_rng(seed)
     token_ids = np.zeros((len(lengths), max(lengths)), "int32")
     padding_mask = np.zeros_like(token_ids)
     for row, length in enumerate(lengths):
-        token_ids[row, :length] = rng.integers(0, vocab_size, length)
+        token_ids[row, :length] = rng.integers(0, vocabulary_size, length)
         padding_mask[row, :length] = 1
     return {"token_ids": token_ids, "padding_mask": padding_mask}
 

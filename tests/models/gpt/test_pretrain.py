@@ -59,7 +59,7 @@ def test_gpt_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
     assert len(metrics["samples"]) == 3 and all(isinstance(s, str) for s in metrics["samples"])
     from keras_bert_lab.models.gpt.causal_lm import GPTCausalLM
     lm = GPTCausalLM.from_preset(os.path.join(unbroken, "preset"))
-    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
+    assert lm.backbone.config.vocabulary_size == metrics["vocabulary_size"]
     ids = training_ids(corpus_file, os.path.join(unbroken, "tokenizer"))
     assert len(ids) == metrics["train_tokens"]
     counts = np.bincount(ids, minlength=metrics["vocabulary_size"]) + 1.0
@@ -186,7 +186,7 @@ def test_elmo_run_outputs_and_preset(corpus_file, tmp_path):  # noqa: F811
     assert all(len(b["forward"]) == len(b["backward"]) == 5 for b in metrics["blanks"])
     assert not any({"<S>", "</S>"} & {*b["forward"], *b["backward"]} for b in metrics["blanks"])
     lm = ElmoLanguageModel.from_preset(os.path.join(unbroken, "preset"))
-    assert lm.backbone.config.vocab_size == metrics["vocabulary_size"]
+    assert lm.backbone.config.vocabulary_size == metrics["vocabulary_size"]
     assert list(lm.preset_info.vocabulary) == words
 
 
@@ -267,7 +267,7 @@ def test_elmo_blanks_are_each_sides_best_words_whatever_the_padding():
 
     words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(40)]
     keras.utils.set_random_seed(1)
-    lm = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocab_size=len(words))))
+    lm = ElmoLanguageModel(ElmoBackbone(ElmoConfig.from_size("tiny", vocabulary_size=len(words))))
     probes = ("a much longer left side ___ x", "b ___ and a much longer right side .")
     guesses = guess_blanks(lm, words, probes, top_k=3)
 
@@ -299,7 +299,7 @@ def test_gpt_dropout_setting(tmp_path):
     settings = pretrain_cli.recipe_settings(parser.parse_args(
         ["--model", "gpt", "--output", "x", "--size", "tiny", "--dropout", "0"]))
     assert settings.dropout == 0 and settings.to_dict()["dropout"] == 0
-    config = language_model.build_model(settings, vocab_size=50,
+    config = language_model.build_model(settings, vocabulary_size=50,
                                         train_ids=np.arange(50)).backbone.config
     assert (config.dropout, config.embedding_dropout, config.attention_dropout) == (0, 0, 0)
     default = LanguageModelSettings(size="tiny")

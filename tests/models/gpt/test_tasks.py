@@ -16,7 +16,7 @@ from keras_bert_lab.models.gpt.classifier import GPTClassifier
 from keras_bert_lab.models.gpt import GPTMultipleChoice, GPTSpanQA, GPTTokenClassifier
 from tests.conftest import to_numpy
 
-CONFIG = GPTConfig.from_size("tiny", vocab_size=300, num_layers=2, num_heads=4, max_positions=24,
+CONFIG = GPTConfig.from_size("tiny", vocabulary_size=300, num_layers=2, num_heads=4, max_positions=24,
                              dropout=0.0, attention_dropout=0.0, embedding_dropout=0.0)
 
 
@@ -80,9 +80,9 @@ def test_auxiliary_lm_head_keeps_a_pretrained_output_bias(tmp_path):
     """From a GPTCausalLM preset pretrained with an output bias, the auxiliary LM loss is that
     language model's loss (bias included), and the fine-tuned preset keeps the bias."""
     pretrained = GPTCausalLM(GPTBackbone(CONFIG), output_bias=True)
-    bias = np.random.default_rng(3).normal(0, 2, CONFIG.vocab_size).astype("float32")
+    bias = np.random.default_rng(3).normal(0, 2, CONFIG.vocabulary_size).astype("float32")
     pretrained.lm_head.bias.assign(bias)
-    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    vocab = [f"t{i}" for i in range(CONFIG.vocabulary_size)]
     preset = pretrained.save_to_preset(tmp_path / "lm", vocabulary=vocab, merges=["t 1"])
     ids, mask = rows(4, 10, [10, 6, 8, 4], seed=1)
     x, labels = {"token_ids": ids, "padding_mask": mask}, np.array([0, 2, 1, 2])
@@ -133,7 +133,7 @@ def test_bad_arguments():
 def test_token_classifier_reads_only_the_left_context_learns_and_round_trips(tmp_path):
     labels = ["O", "B-X", "I-X"]
     pretrained = GPTCausalLM(GPTBackbone(CONFIG), output_bias=True)  # its preset: a new head
-    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    vocab = [f"t{i}" for i in range(CONFIG.vocabulary_size)]
     preset = pretrained.save_to_preset(tmp_path / "lm", vocabulary=vocab, merges=["t 1"])
     model = GPTTokenClassifier.from_preset(preset, labels=labels, dropout=0.0)
     ids, mask = rows(4, 10, [10, 6, 8, 4], seed=4)
@@ -141,7 +141,7 @@ def test_token_classifier_reads_only_the_left_context_learns_and_round_trips(tmp
     out = to_numpy(model(x))
     assert out.shape == (4, 10, 3) and out.dtype == np.float32
     later = {"token_ids": ids.copy(), "padding_mask": mask}
-    later["token_ids"][:, 5:] = (later["token_ids"][:, 5:] + 7) % CONFIG.vocab_size
+    later["token_ids"][:, 5:] = (later["token_ids"][:, 5:] + 7) % CONFIG.vocabulary_size
     np.testing.assert_allclose(to_numpy(model(later))[:, :5], out[:, :5], atol=1e-6)
     assert np.abs(to_numpy(model(later))[0, 5:] - out[0, 5:]).max() > 1e-4
     y = ids % 3                       # the label is a function of the token itself
@@ -159,7 +159,7 @@ def test_token_classifier_reads_only_the_left_context_learns_and_round_trips(tmp
 
 def test_span_qa_reads_only_the_left_context_learns_and_round_trips(tmp_path):
     pretrained = GPTCausalLM(GPTBackbone(CONFIG), output_bias=True)
-    vocab = [f"t{i}" for i in range(CONFIG.vocab_size)]
+    vocab = [f"t{i}" for i in range(CONFIG.vocabulary_size)]
     preset = pretrained.save_to_preset(tmp_path / "lm", vocabulary=vocab, merges=["t 1"])
     model = GPTSpanQA.from_preset(preset, lm_loss_weight=0.5)
     assert model.lm_output_bias and model.auxiliary_lm.lm_head.bias is not None
@@ -169,7 +169,7 @@ def test_span_qa_reads_only_the_left_context_learns_and_round_trips(tmp_path):
     assert {k: (v.shape, v.dtype) for k, v in out.items()} == \
         {k: ((8, 12), np.float32) for k in ("start_logits", "end_logits")}
     later = {"token_ids": ids.copy(), "padding_mask": mask}
-    later["token_ids"][:, 6:] = (later["token_ids"][:, 6:] + 7) % CONFIG.vocab_size
+    later["token_ids"][:, 6:] = (later["token_ids"][:, 6:] + 7) % CONFIG.vocabulary_size
     changed = {k: to_numpy(v) for k, v in model(later).items()}
     for key in out:
         np.testing.assert_allclose(changed[key][:, :6], out[key][:, :6], atol=1e-6)
