@@ -38,7 +38,7 @@ class ModelConfig(metaclass=_RenamedFields):
     @classmethod
     def from_dict(cls, data):
         """Build from a dict (e.g. a preset's ``config.json``); unknown keys are an error, old
-        field names (:data:`RENAMED_FIELDS`) are read as the new ones."""
+        field names (:data:`keras_bert_lab.errors.RENAMED`) are read as the new ones."""
         data = renamed(data, warn=False)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
