@@ -1,6 +1,7 @@
 """Pretraining heads: the masked-LM head (decoder tied to the token embedding).
 
-Shapes: ``B`` batch, ``T`` tokens, ``P`` masked positions per sequence, ``H`` hidden, ``V`` vocab.
+Shapes: ``B`` batch, ``T`` tokens, ``P`` masked positions per sequence, ``H`` hidden, ``E``
+embedding width, ``V`` vocab.
 """
 
 import keras
@@ -14,10 +15,12 @@ class MaskedLMHead(keras.layers.Layer):
     """Predict the original token at each masked position (Devlin et al. 2019, §3.1, task #1).
 
     The hidden state at each position in ``mask_positions`` is gathered *first* and only those
-    ``P`` vectors go through ``dense → GELU → LayerNorm`` and the ``H × V`` vocabulary projection:
+    ``P`` vectors go through ``dense → GELU → LayerNorm`` and the ``E × V`` vocabulary projection:
     scoring every token would cost ``T / P`` (≈ 6×) more in the largest matmul of pretraining. The
     projection reuses the token-embedding matrix (weight tying, Press & Wolf 2017) plus a learned
-    output bias, so the head owns only ``H² + 3H + V`` weights.
+    output bias, so the head owns only ``H·E + 3E + V`` weights. ``E``, the embedding width, is
+    ``H`` in BERT; ELECTRA's generator is narrower than its embedding, and ``dense`` maps
+    ``H → E``.
 
     Args:
         token_embedding: the backbone's ``keras.layers.Embedding`` whose matrix is the decoder.
@@ -45,9 +48,10 @@ class MaskedLMHead(keras.layers.Layer):
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="norm")
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
-        gathered = (sequence_output_shape[0], None, self.hidden_size)
-        self.transform.build(gathered)
-        self.norm.build(gathered)
+        # The input may be narrower than the embedding (ELECTRA's generator): ``transform``
+        # maps its width to the embedding's.
+        self.transform.build((sequence_output_shape[0], None, sequence_output_shape[-1]))
+        self.norm.build((sequence_output_shape[0], None, self.hidden_size))
         self.output_bias = self.add_weight(name="output_bias", shape=(self.vocabulary_size,),
                                            initializer="zeros")
 

@@ -18,7 +18,6 @@ Example:
 import dataclasses
 import json
 import pathlib
-import re
 
 import numpy as np
 
@@ -27,10 +26,9 @@ from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import vocabulary as vocabulary_file
 from keras_bert_lab.models.bert.hf_weights import (config_from_hf, config_to_hf, has_prefix,
                                                         weights_from_hf, weights_to_hf)
-from keras_bert_lab.presets.convert.tensor_files import read_state_dict, write_safetensors
+from keras_bert_lab.presets.convert import hf_files
+from keras_bert_lab.presets.convert.tensor_files import write_safetensors
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-INDEX_FILES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 PRETRAINER = {"class_name": "BertPretrainer", "module": "keras_bert_lab.models.bert.pretrainer",
               "config": {}}
 
@@ -60,32 +58,17 @@ def read_hf_checkpoint(directory, lowercase=None):
     ``lowercase`` overrides the casing found in ``tokenizer_config.json`` (or guessed from the
     vocabulary: an uncased vocabulary has no upper-case tokens).
     """
-    directory = pathlib.Path(directory)
-    if not directory.is_dir():
-        raise PresetError(f"Hugging Face checkpoint directory {directory} does not exist.")
-    present = sorted(p.name for p in directory.iterdir())
-    if not (directory / "config.json").is_file():
-        raise PresetError(f"{directory} lacks config.json (it has: {', '.join(present)}); a "
-                          "Hugging Face BERT directory needs config.json, model.safetensors or "
-                          "pytorch_model.bin, and vocab.txt.")
-    hf_config = _read_json(directory / "config.json")
-    if hf_config.get("model_type", "bert") != "bert":
-        raise PresetError(f"{directory / 'config.json'} describes a {hf_config['model_type']!r} "
-                          "model; only BERT checkpoints (model_type 'bert') can be converted.")
+    directory, present, hf_config = hf_files.open_directory(
+        directory, "bert", "config.json, model.safetensors or pytorch_model.bin, and vocab.txt")
     config = config_from_hf(hf_config)
-    state_dict = rename_legacy_keys(_read_weights(directory, present))
-    vocabulary, where, fast_lowercase = _read_vocabulary(directory, present)
+    state_dict = hf_files.rename_legacy_keys(hf_files.read_weights(directory, present))
+    vocabulary, where, fast_lowercase = hf_files.read_vocabulary(directory, present)
     vocabulary_file.check_vocabulary_size(vocabulary, config["vocabulary_size"], where=where)
     if lowercase is None:
-        lowercase = fast_lowercase
-    if lowercase is None:
-        tokenizer_config = directory / "tokenizer_config.json"
-        lowercase = (_read_json(tokenizer_config).get("do_lower_case")
-                     if tokenizer_config.is_file() else None)
-        lowercase = vocabulary_file.guess_lowercase(vocabulary) if lowercase is None else lowercase
+        lowercase = hf_files.wordpiece_casing(directory, vocabulary, fast_lowercase)
     recipe, sequence_length = _sentence_embedding(directory)
     return HFCheckpoint(directory, config, hf_config, state_dict, vocabulary, bool(lowercase),
-                        recipe, sequence_length, _license(directory))
+                        recipe, sequence_length, hf_files.read_license(directory))
 
 
 def import_hf(directory, preset_dir, heads=None, allow_partial=False, lowercase=None,
@@ -135,16 +118,11 @@ def export_hf(model, directory, vocabulary=None, lowercase=None, overwrite=False
         hf_config = config_to_hf(preset.config)
         hf_config["architectures"] = ["BertForPreTraining" if heads else "BertModel"]
         tensors = weights_to_hf(weights, preset.config, prefix="bert." if heads else "")
-        specials = dict(zip(("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"),
-                            preset_format.SPECIAL_TOKENS))
         with preset_format.atomic_directory(directory, overwrite=overwrite) as tmp:
             (tmp / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
             write_safetensors(tmp / "model.safetensors", tensors)
-            vocabulary_file.write_vocabulary(tmp / "vocab.txt", tokens)
-            (tmp / "tokenizer_config.json").write_text(json.dumps(
-                {"tokenizer_class": "BertTokenizer", "do_lower_case": bool(lowercase),
-                 "model_max_length": preset.config["max_positions"], **specials}, indent=2) + "\n")
-            (tmp / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n")
+            hf_files.write_wordpiece_tokenizer(tmp, tokens, lowercase,
+                                               preset.config["max_positions"])
             recipe = preset.sentence_embedding
             if recipe and recipe.get("pooling") == "mean":
                 length = (preset.preprocessor or {}).get("sequence_length")
@@ -189,98 +167,21 @@ def _check_tied_decoder(state, directory):
                           "with heads=False (--heads no) to keep only the backbone.")
 
 
-def rename_legacy_keys(state_dict):
-    """Early PyTorch ports (e.g. the first ``bert-base-uncased``) name LayerNorm parameters
-    ``gamma``/``beta``, as TensorFlow did; ``transformers`` renames them on load, and so do we.
-
-    >>> sorted(rename_legacy_keys({"embeddings.LayerNorm.gamma": 1, "pooler.dense.bias": 2}))
-    ['embeddings.LayerNorm.weight', 'pooler.dense.bias']
-    """
-    out = {}
-    for key, value in state_dict.items():
-        if key.endswith("LayerNorm.gamma"):
-            key = key[: -len("gamma")] + "weight"
-        elif key.endswith("LayerNorm.beta"):
-            key = key[: -len("beta")] + "bias"
-        out[key] = value
-    return out
-
-
-def _read_vocabulary(directory, present):
-    """``(tokens, where, lowercase)``: ``vocab.txt``, or — as newer ``transformers`` save a fast
-    tokenizer only — the WordPiece vocabulary and lower-casing inside ``tokenizer.json``
-    (``lowercase`` is ``None`` when the file does not say)."""
-    if (directory / "vocab.txt").is_file():
-        return (vocabulary_file.read_vocabulary(directory / "vocab.txt"),
-                f"vocabulary {directory / 'vocab.txt'}", None)
-    fast = directory / "tokenizer.json"
-    if not fast.is_file():
-        raise PresetError(f"{directory} lacks vocab.txt (it has: {', '.join(present)}); the "
-                          "WordPiece vocabulary is needed to build the tokenizer (vocab.txt, or "
-                          "a fast tokenizer's tokenizer.json).")
-    model = _read_json(fast).get("model") or {}
-    vocab = model.get("vocab")
-    if model.get("type") != "WordPiece" or not isinstance(vocab, dict) or not vocab:
-        raise PresetError(f"{fast} holds a {model.get('type')!r} tokenizer, not a WordPiece "
-                          "vocabulary; add the checkpoint's vocab.txt.")
-    ids = sorted(vocab.values())
-    if ids != list(range(len(ids))):
-        raise PresetError(f"{fast}: the WordPiece ids are not 0 … {len(ids) - 1} without gaps; "
-                          "add the checkpoint's vocab.txt.")
-    tokens = sorted(vocab, key=vocab.get)
-    normalizer = _read_json(fast).get("normalizer") or {}
-    return tokens, f"vocabulary in {fast}", normalizer.get("lowercase")
-
-
-def _read_weights(directory, present):
-    for index_name in INDEX_FILES:
-        index = directory / index_name
-        if index.is_file():  # sharded: {"weight_map": {tensor: shard file}}
-            shards = sorted(set(_read_json(index).get("weight_map", {}).values()))
-            state = {}
-            for shard in shards:
-                state.update(read_state_dict(directory / shard))
-            return state
-    for name in WEIGHT_FILES:
-        if (directory / name).is_file():
-            return read_state_dict(directory / name)
-    raise PresetError(f"{directory} has no weights: expected one of {', '.join(WEIGHT_FILES)} "
-                      f"(or a sharded index); it has: {', '.join(present)}. TensorFlow-only "
-                      "checkpoints (tf_model.h5) are not supported; Google's original "
-                      "bert_model.ckpt is (`kbl preset import-google`).")
-
-
 def _sentence_embedding(directory):
     """``(pooling recipe, max_seq_length)`` of a sentence-transformers directory (``None`` each
     where absent)."""
     st_config = directory / "sentence_bert_config.json"
-    length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+    length = hf_files.read_json(st_config).get("max_seq_length") if st_config.is_file() else None
     length = int(length) if length else None
     pooling = directory / "1_Pooling" / "config.json"
     if not pooling.is_file():
         return None, length
-    options = _read_json(pooling)
+    options = hf_files.read_json(pooling)
     modes = [m for m in ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens")
              if options.get(f"pooling_mode_{m}")]
     if modes != ["mean_tokens"]:
         return None, length  # only mean pooling is implemented; the backbone still loads
     modules = directory / "modules.json"
     normalize = modules.is_file() and any(
-        m.get("type", "").endswith("Normalize") for m in _read_json(modules))
+        m.get("type", "").endswith("Normalize") for m in hf_files.read_json(modules))
     return {"pooling": "mean", "normalize": bool(normalize)}, length
-
-
-def _license(directory):
-    """The ``license:`` of a model card's front matter (README.md), if any."""
-    card = directory / "README.md"
-    if not card.is_file():
-        return None
-    text = card.read_text(encoding="utf-8", errors="replace")
-    if not text.startswith("---"):
-        return None
-    match = re.search(r"^license:\s*(\S+)\s*$", text.split("---", 2)[1], re.MULTILINE)
-    return match.group(1) if match else None
-
-
-def _read_json(path):
-    return preset_format.read_json(path, what="Hugging Face checkpoint")

@@ -1,12 +1,10 @@
 """Weights between Hugging Face ``transformers`` BERT checkpoints and our presets (NumPy only).
 
-One table (:func:`weight_table`) pairs each tensor of a preset (named as in
-:mod:`keras_bert_lab.presets.format`, e.g. ``backbone/encoder_layer_0/attention/qkv/kernel``) with
-its Hugging Face key(s), its shape and the two reshapes between the layouts, so import and export
-cannot drift apart. Hugging Face stores linear layers as ``[out, in]``; ours are ``[in, out]``
-kernels, and attention kernels are per head: ``qkv`` is ``(H, 3, N, D)`` (query, key, value
-stacked) and the attention output is ``(N, D, H)``. No model is built: a converted preset is
-checked when a model loads it, by name and shape.
+One table (:func:`weight_table`) pairs each tensor of a preset with its Hugging Face key(s), its
+shape and the two reshapes between the layouts (the rows and their machinery:
+:mod:`keras_bert_lab.presets.convert.hf_table`, shared with the other encoders), so import and
+export cannot drift apart. No model is built: a converted preset is checked when a model loads
+it, by name and shape.
 
 Example:
 >>> config = config_from_hf({"vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1,
@@ -20,11 +18,10 @@ Example:
 'bert.encoder.layer.0.attention.self.query.weight'
 """
 
-import dataclasses
-
-import numpy as np
-
 from keras_bert_lab.errors import PresetError
+from keras_bert_lab.presets.convert.hf_table import (Row, dense, encoder_layer_rows,  # noqa: F401
+                                                     norm, row, weights_from_state,
+                                                     weights_to_state)
 
 # BertConfig's modern options at their BERT values: a Hugging Face BertModel (and the formats
 # converted through this table) has none of the others; presets.convert.modernbert maps them.
@@ -99,23 +96,9 @@ def _head_size(config):
     return hidden // heads
 
 
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One preset tensor: its name, Hugging Face key(s), shape, and the two layout maps.
-
-    ``hf_keys`` holds three keys (query, key, value) for the fused attention tensors; ``to_ours``
-    takes one array per key, ``to_hf`` returns one per key.
-    """
-
-    name: str
-    hf_keys: tuple
-    shape: tuple
-    to_ours: object
-    to_hf: object
-
-
 def weight_table(config, prefix="bert.", heads=False):
-    """The :class:`Row` of every tensor of a BERT backbone (``heads``: and the MLM/NSP heads).
+    """The :class:`~keras_bert_lab.presets.convert.hf_table.Row` of every tensor of a BERT
+    backbone (``heads``: and the MLM/NSP heads).
 
     ``config`` is a BERT config (dict or ``BertConfig``); ``prefix`` is ``"bert."`` for
     ``BertFor*`` checkpoints and ``""`` for ``BertModel`` ones.
@@ -123,23 +106,8 @@ def weight_table(config, prefix="bert.", heads=False):
     c = config.to_dict() if hasattr(config, "to_dict") else dict(config)
     require_classic(c)
     h, n, i = c["hidden_size"], c["num_heads"], c["intermediate_size"]
-    d = _head_size(c)
-    same = (lambda w: w[0], lambda w: (w,))
-    linear = (lambda w: w[0].T, lambda k: (k.T,))
+    _head_size(c)
     p = prefix
-
-    def row(name, keys, shape, maps=same):
-        keys = (keys,) if isinstance(keys, str) else tuple(keys)
-        return Row(name, keys, tuple(shape), *maps)
-
-    def norm(ours, theirs):
-        return [row(f"{ours}/gamma", f"{theirs}.weight", (h,)),
-                row(f"{ours}/beta", f"{theirs}.bias", (h,))]
-
-    def dense(ours, theirs, shape):
-        return [row(f"{ours}/kernel", f"{theirs}.weight", shape, linear),
-                row(f"{ours}/bias", f"{theirs}.bias", shape[-1:])]
-
     rows = [
         row("backbone/embeddings/token_embedding/embeddings",
             f"{p}embeddings.word_embeddings.weight", (c["vocabulary_size"], h)),
@@ -147,32 +115,16 @@ def weight_table(config, prefix="bert.", heads=False):
             (c["max_positions"], h)),
         row("backbone/embeddings/segment_embedding/embeddings",
             f"{p}embeddings.token_type_embeddings.weight", (c["type_vocab_size"], h)),
-        *norm("backbone/embeddings/norm", f"{p}embeddings.LayerNorm"),
+        *norm("backbone/embeddings/norm", f"{p}embeddings.LayerNorm", h),
     ]
     for layer in range(c["num_layers"]):
-        ours, theirs = f"backbone/encoder_layer_{layer}", f"{p}encoder.layer.{layer}"
-        qkv = [f"{theirs}.attention.self.{part}" for part in ("query", "key", "value")]
-        rows += [
-            # three [out, in] = [H, H] matrices <-> (H, 3, N, D); three (H,) biases <-> (3, N, D)
-            row(f"{ours}/attention/qkv/kernel", [k + ".weight" for k in qkv], (h, 3, n, d),
-                (lambda ws: np.stack([w.T.reshape(h, n, d) for w in ws], axis=1),
-                 lambda k: tuple(k[:, j].reshape(h, h).T for j in range(3)))),
-            row(f"{ours}/attention/qkv/bias", [k + ".bias" for k in qkv], (3, n, d),
-                (lambda bs: np.stack([b.reshape(n, d) for b in bs]),
-                 lambda b: tuple(b[j].reshape(h) for j in range(3)))),
-            row(f"{ours}/attention/output/kernel", f"{theirs}.attention.output.dense.weight",
-                (n, d, h), (lambda w: w[0].T.reshape(n, d, h), lambda k: (k.reshape(h, h).T,))),
-            row(f"{ours}/attention/output/bias", f"{theirs}.attention.output.dense.bias", (h,)),
-            *norm(f"{ours}/attention_norm", f"{theirs}.attention.output.LayerNorm"),
-            *dense(f"{ours}/ffn_in", f"{theirs}.intermediate.dense", (h, i)),
-            *dense(f"{ours}/ffn_out", f"{theirs}.output.dense", (i, h)),
-            *norm(f"{ours}/ffn_norm", f"{theirs}.output.LayerNorm"),
-        ]
+        rows += encoder_layer_rows(f"backbone/encoder_layer_{layer}",
+                                   f"{p}encoder.layer.{layer}", h, n, i)
     rows += dense("backbone/pooler", f"{p}pooler.dense", (h, h))
     if heads:
         rows += [
             *dense("task/masked_lm_head/transform", "cls.predictions.transform.dense", (h, h)),
-            *norm("task/masked_lm_head/norm", "cls.predictions.transform.LayerNorm"),
+            *norm("task/masked_lm_head/norm", "cls.predictions.transform.LayerNorm", h),
             row("task/masked_lm_head/output_bias", "cls.predictions.bias", (c["vocabulary_size"],)),
             *dense("task/next_sentence_head", "cls.seq_relationship", (h, 2)),
         ]
@@ -201,30 +153,8 @@ def weights_from_hf(state_dict, config, heads=False, allow_partial=False):
     prefix = "bert." if has_prefix(state_dict) else ""
     if not heads:  # a backbone ignores the heads of a BertForPreTraining checkpoint
         state_dict = {k: v for k, v in state_dict.items() if not k.startswith("cls.")}
-    used, missing, weights = set(), [], {}
-    for row in weight_table(config, prefix=prefix, heads=heads):
-        absent = [k for k in row.hf_keys if k not in state_dict]
-        if absent:
-            missing += absent
-            continue
-        used.update(row.hf_keys)
-        arrays = [np.asarray(state_dict[k], dtype="float32") for k in row.hf_keys]
-        try:
-            value = row.to_ours(arrays)
-        except ValueError:  # a reshape that cannot work: the shapes are wrong
-            value = arrays[0]
-        if tuple(value.shape) != row.shape:
-            shapes = ", ".join(f"{k} {tuple(a.shape)}" for k, a in zip(row.hf_keys, arrays))
-            raise PresetError(f"Shape mismatch for {row.name}: the config needs {row.shape}, the "
-                              f"checkpoint has {shapes}; the config does not match these weights.")
-        weights[row.name] = value
-    unexpected = sorted(k for k in state_dict if k not in used
-                        and not k.endswith(_IGNORED_SUFFIXES))
-    if (missing or unexpected) and not allow_partial:
-        raise PresetError(
-            f"Checkpoint does not match the model: missing {missing or 'none'}; unexpected "
-            f"{unexpected or 'none'}. Pass allow_partial=True to load what matches.")
-    return weights, {"missing": missing, "unexpected": unexpected}
+    return weights_from_state(weight_table(config, prefix=prefix, heads=heads), state_dict,
+                              allow_partial, _IGNORED_SUFFIXES)
 
 
 def weights_to_hf(weights, config, prefix="bert."):
@@ -234,13 +164,7 @@ def weights_to_hf(weights, config, prefix="bert."):
     (``transformers`` ties it to the word embeddings on load).
     """
     heads = any(name.startswith("task/masked_lm_head/") for name in weights)
-    out = {}
-    for row in weight_table(config, prefix=prefix, heads=heads):
-        if row.name not in weights:
-            raise PresetError(f"The weights lack {row.name}; they do not belong to this config.")
-        parts = row.to_hf(np.asarray(weights[row.name], dtype="float32"))
-        out.update({key: np.ascontiguousarray(part) for key, part in zip(row.hf_keys, parts)})
-    return out
+    return weights_to_state(weight_table(config, prefix=prefix, heads=heads), weights)
 
 
 def load_hf_weights(model, state_dict, allow_partial=False):

@@ -230,7 +230,7 @@ def test_vocab_size_mismatch(hf_dir):
 
 def test_not_bert(hf_dir):
     (hf_dir / "config.json").write_text(json.dumps(dict(config_to_hf(CONFIG), model_type="gpt2")))
-    with pytest.raises(PresetError, match="'gpt2' model; only BERT"):
+    with pytest.raises(PresetError, match="'gpt2' model; only 'bert' checkpoints"):
         import_hf(hf_dir, hf_dir.parent / "out")
 
 
