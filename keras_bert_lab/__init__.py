@@ -14,6 +14,8 @@ from keras_bert_lab.models.backbone import Backbone
 from keras_bert_lab.models.bert import (BertBackbone, BertClassifier, BertConfig,
                                         BertMultipleChoice, BertPretrainer, BertSpanQA,
                                         BertTokenClassifier, SentenceEmbedder)
+from keras_bert_lab.models.electra import (ElectraBackbone, ElectraConfig, ElectraDiscriminator,
+                                           ElectraMaskedLM, ElectraPretrainer)
 from keras_bert_lab.models.elmo import ElmoBackbone, ElmoConfig, ElmoLanguageModel
 from keras_bert_lab.models.gpt import (GPTBackbone, GPTCausalLM, GPTClassifier, GPTConfig,
                                        GPTMultipleChoice, GPTSpanQA, GPTTokenClassifier)
@@ -23,7 +25,8 @@ from keras_bert_lab.version import __version__
 
 __all__ = ["AwdLstmBackbone", "AwdLstmConfig", "AwdLstmLanguageModel", "Backbone",
            "BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanQA", "BertTokenClassifier", "ElmoBackbone", "ElmoConfig", "ElmoLanguageModel",
+           "BertSpanQA", "BertTokenClassifier", "ElectraBackbone", "ElectraConfig",
+           "ElectraDiscriminator", "ElectraMaskedLM", "ElectraPretrainer", "ElmoBackbone", "ElmoConfig", "ElmoLanguageModel",
            "FeatureTagger", "GPTBackbone", "GPTCausalLM", "GPTClassifier", "GPTConfig",
            "GPTMultipleChoice", "GPTSpanQA", "GPTTokenClassifier", "SentenceEmbedder", "Task",
            "UlmfitClassifier", "__version__"]

@@ -50,7 +50,8 @@ class Family:
         backbone, config: the backbone (the model presets hold) and its config class.
         tokenizer: the tokenizer class its presets' ``vocab.txt`` is read with.
         tasks: task kind → class. Kinds the commands ask for: ``pretrain``, ``classify``,
-            ``choice``, ``ner``, ``squad``, ``embed``, ``generate``, ``fill_mask``.
+            ``choice``, ``ner``, ``squad``, ``embed``, ``generate``, ``fill_mask``; a family may
+            list others of its own (ELECTRA's ``detect``).
         preprocessors: task kind → the preprocessor class its texts go through for that task.
         finetune: module of its ``kbl finetune`` adapters (``classify``, ``choice``, ``ner``,
             ``squad``, each optional, and ``FLAGS``: the task flags only it takes).
@@ -234,6 +235,14 @@ FAMILIES = (
         finetune="finetune", recipe="pretrain", cli_name="gpt",
         converters={"openai": "convert:import_openai", "huggingface": "convert:import_hf"},
         layout="layout:backbone_rules", distribution=("data", "model")),
+    Family(
+        "electra", "ELECTRA",
+        "ELECTRA (Clark et al. 2020): a generator corrupts, a discriminator finds every replaced "
+        "token",
+        backbone="backbone:ElectraBackbone", config="config:ElectraConfig", tokenizer=_WORDPIECE,
+        tasks={"pretrain": "pretrainer:ElectraPretrainer", "fill_mask": "masked_lm:ElectraMaskedLM",
+               "detect": "discriminator:ElectraDiscriminator"},
+        converters={"huggingface": "convert_hf:import_hf"}),
     Family(
         "elmo", "ELMo", "ELMo (Peters et al. 2018): a character-based biLM and its scalar mix",
         backbone="backbone:ElmoBackbone", config="config:ElmoConfig",

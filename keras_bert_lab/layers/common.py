@@ -89,6 +89,26 @@ def counter_dropout(inputs, rate, seed):
     return keras.ops.where(kept, inputs / (1.0 - rate), keras.ops.zeros_like(inputs))
 
 
+def counter_uniform(shape, salt):
+    """Uniform numbers in (0, 1), each a hash (``mix32``) of its element's index in ``shape``
+    and ``salt`` (int32; the result has the broadcast shape of the two, so a salt with leading
+    axes of its own — one per row — gives each row numbers that depend on the row's salt, not
+    on its place in the batch): the same values on every backend and at every call, for
+    randomness that must be reproducible without a generator's state (ELECTRA's held-out
+    sampling, whose metrics then do not change from one evaluation to the next).
+
+    >>> import numpy as np
+    >>> u = keras.ops.convert_to_numpy(counter_uniform((4, 1000), np.arange(4)[:, None]))
+    >>> bool(0 < u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.02), u.dtype.name
+    (True, 'float32')
+    """
+    golden = _word(0x9E3779B9)
+    index = keras.ops.reshape(keras.ops.arange(math.prod(shape), dtype="int32") * golden, shape)
+    bits = _mix32(index + _mix32(keras.ops.cast(salt, "int32") + golden))
+    unsigned = keras.ops.cast(bits, "float32") + 2.0**31          # [0, 2³²)
+    return keras.ops.clip((unsigned + 0.5) / 2.0**32, 1e-7, 1.0 - 1e-7)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lab")
 class CounterDropout(keras.layers.Dropout):
     """``keras.layers.Dropout`` that draws its mask with ``counter_dropout`` on JAX.

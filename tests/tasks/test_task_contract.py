@@ -1,14 +1,17 @@
 """Every task passes the same checks (tests/tasks/helpers.py): outputs, fit with the compile()
 defaults, config, the .keras file, the preset round trip — and its preset loads under the other
-two backends with the same outputs. BERT's heads and GPT's (classification with the auxiliary LM
-loss, similarity, multiple choice, tagging, span QA). Task-specific behaviour (parity with
+two backends with the same outputs. BERT's heads, GPT's (classification with the auxiliary LM
+loss, similarity, multiple choice, tagging, span QA) and ELECTRA's (the joint pretrainer, the
+discriminator, the generator). Task-specific behaviour (parity with
 transformers, losses, arguments) is in each task's own test file."""
 
 import numpy as np
 import pytest
 
 from keras_bert_lab import (BertBackbone, BertClassifier, BertConfig, BertMultipleChoice,
-                            BertPretrainer, BertSpanQA, BertTokenClassifier, GPTBackbone,
+                            BertPretrainer, BertSpanQA, BertTokenClassifier, ElectraBackbone,
+                            ElectraConfig, ElectraDiscriminator, ElectraMaskedLM,
+                            ElectraPretrainer, GPTBackbone,
                             GPTClassifier, GPTConfig, GPTMultipleChoice, GPTSpanQA,
                             GPTTokenClassifier, SentenceEmbedder)
 from tests.conftest import padded_pair_batch
@@ -17,6 +20,7 @@ from tests.tasks.helpers import check_presets_in_other_backends, run_task_test
 
 CONFIG = BertConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=32)
 GPT_CONFIG = GPTConfig.from_size("tiny", vocabulary_size=300, num_heads=4, max_positions=32)
+ELECTRA_CONFIG = ElectraConfig.from_size("tiny", vocabulary_size=300, max_positions=32)
 GPT_VOCABULARY = [f"t{i}" for i in range(GPT_CONFIG.vocabulary_size)]   # "t1" made by the one merge
 B = 3
 
@@ -57,10 +61,32 @@ def gpt_case(name):
     raise ValueError(name)
 
 
+def electra_case(name):
+    x = pair_batch()
+    T, V = x["token_ids"].shape[1], ELECTRA_CONFIG.vocabulary_size
+    masked = dict(x, mask_positions=np.array([[1, 2, 3]] * B, "int32"))
+    if name == "electra_pretrainer":
+        x = dict(masked, mask_ids=np.array([[9, 10, 11]] * B, "int32"),
+                 mask_weights=np.array([[1, 1, 0]] * B, "float32"))
+        return (ElectraPretrainer(ElectraBackbone(ELECTRA_CONFIG)), x, None, None,
+                {"mlm": (B, 3, V), "replaced": (B, T), "rtd": (B, T)}, True)
+    if name == "electra_discriminator":
+        y = np.random.default_rng(0).integers(0, 2, size=(B, T)).astype("float32")
+        return (ElectraDiscriminator(ElectraBackbone(ELECTRA_CONFIG)), x, y,
+                x["padding_mask"].astype("float32"), (B, T), True)
+    if name == "electra_masked_lm":
+        generator = ElectraBackbone(ELECTRA_CONFIG.generator())
+        return (ElectraMaskedLM(generator), masked, {"mlm": np.array([[9, 10, 11]] * B)},
+                {"mlm": np.array([[1, 1, 0]] * B, "float32")}, {"mlm": (B, 3, V)}, True)
+    raise ValueError(name)
+
+
 def case(name):
     """``(model, x, y, sample_weight, expected_shapes, train)`` of one task."""
     if name.startswith("gpt_"):
         return gpt_case(name)
+    if name.startswith("electra_"):
+        return electra_case(name)
     backbone = BertBackbone(CONFIG)
     x = pair_batch()
     T = x["token_ids"].shape[1]
@@ -91,7 +117,8 @@ def case(name):
 
 TASKS = ["pretrainer", "classifier", "multiple_choice", "span_qa", "token_classifier",
          "sentence_embedder", "gpt_classifier", "gpt_similarity", "gpt_multiple_choice",
-         "gpt_token_classifier", "gpt_span_qa"]
+         "gpt_token_classifier", "gpt_span_qa", "electra_pretrainer", "electra_discriminator",
+         "electra_masked_lm"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,29 @@
+"""The ELECTRA family (Clark et al. 2020): replaced-token detection, one folder.
+
+========================  ==================================================================
+module                    what it holds
+========================  ==================================================================
+``config``                :class:`ElectraConfig`: the paper's sizes, embedding width, the
+                          generator's size (:meth:`ElectraConfig.generator`)
+``backbone``              :class:`ElectraBackbone`: embeddings (width ``E``), projection,
+                          post-LN blocks; a discriminator or a generator
+``heads``                 the replaced-token head; the layer that samples the generator's tokens
+``pretrainer``            :class:`ElectraPretrainer`: generator + discriminator, ``L_MLM + 50·L_D``
+``discriminator``         :class:`ElectraDiscriminator`: replaced-token logits for every token
+``masked_lm``             :class:`ElectraMaskedLM`: a generator alone (``kbl fill-mask``)
+``convert_hf``            Hugging Face ``ElectraModel`` / ``ElectraForPreTraining`` /
+                          ``ElectraForMaskedLM`` directories, both ways
+========================  ==================================================================
+
+ELECTRA reads text as BERT does (WordPiece, ``[CLS] A [SEP] B [SEP]``). The family's registry
+entry is in :mod:`keras_bert_lab.families`.
+"""
+
+from keras_bert_lab.models.electra.backbone import ElectraBackbone
+from keras_bert_lab.models.electra.config import ElectraConfig
+from keras_bert_lab.models.electra.discriminator import ElectraDiscriminator
+from keras_bert_lab.models.electra.masked_lm import ElectraMaskedLM
+from keras_bert_lab.models.electra.pretrainer import ElectraPretrainer
+
+__all__ = ["ElectraBackbone", "ElectraConfig", "ElectraDiscriminator", "ElectraMaskedLM",
+           "ElectraPretrainer"]
