@@ -21,14 +21,12 @@ CONFIG = ElectraConfig.from_size("tiny", vocabulary_size=300, max_positions=32)
 def batch():
     x = padded_pair_batch(vocabulary_size=300, lengths=(14, 9, 5), first_lengths=(6, 3, 2),
                           cls_id=5, sep_id=6, first_word_id=8)
-    rng = np.random.default_rng(0)
     positions = np.array([[1, 3, 4, 9], [2, 5, 7, 0], [1, 3, 0, 0]], "int32")
     weights = np.array([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0]], "float32")
     original = np.take_along_axis(x["token_ids"], positions, axis=1)
     x["token_ids"] = x["token_ids"].copy()
     for row in range(3):   # [MASK] (id 7) at most selected positions, one left as it was
         x["token_ids"][row, positions[row][weights[row] > 0][1:]] = 7
-    del rng
     return dict(x, mask_positions=positions, mask_ids=original, mask_weights=weights)
 
 
