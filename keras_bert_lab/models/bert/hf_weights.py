@@ -19,7 +19,8 @@ Example:
 """
 
 from keras_bert_lab.errors import PresetError
-from keras_bert_lab.presets.convert.hf_table import (Row, dense, encoder_layer_rows,  # noqa: F401
+from keras_bert_lab.presets.convert.hf_table import (Row, check_encoder_options,  # noqa: F401
+                                                     dense, encoder_layer_rows,
                                                      norm, row, weights_from_state,
                                                      weights_to_state)
 
@@ -35,13 +36,7 @@ _IGNORED_SUFFIXES = ("position_ids", "cls.predictions.decoder.weight",
 
 def config_from_hf(hf_config):
     """Our BERT config (a dict of ``BertConfig`` fields) from a Hugging Face ``config.json``."""
-    act = hf_config.get("hidden_act", "gelu")
-    if act != "gelu":
-        raise PresetError(f"Hugging Face config has hidden_act={act!r}; only exact 'gelu' is "
-                          "supported (BERT's activation).")
-    if hf_config.get("position_embedding_type", "absolute") != "absolute":
-        raise PresetError("Only absolute position embeddings are supported, got "
-                          f"{hf_config['position_embedding_type']!r}.")
+    check_encoder_options(hf_config, "BERT")
     try:
         config = dict(
             vocabulary_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],

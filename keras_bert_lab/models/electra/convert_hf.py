@@ -31,7 +31,8 @@ from keras_bert_lab.errors import PresetError
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import vocabulary as vocabulary_file
 from keras_bert_lab.presets.convert import hf_files
-from keras_bert_lab.presets.convert.hf_table import (dense, encoder_layer_rows, norm, row,
+from keras_bert_lab.presets.convert.hf_table import (check_encoder_options, dense,
+                                                     encoder_layer_rows, norm, row,
                                                      weights_from_state, weights_to_state)
 from keras_bert_lab.presets.convert.tensor_files import write_safetensors
 
@@ -49,12 +50,7 @@ NEEDS = "config.json, model.safetensors or pytorch_model.bin, and vocab.txt"
 def config_from_hf(hf_config):
     """Our ELECTRA config (a dict of ``ElectraConfig`` fields) from a Hugging Face
     ``config.json``; the role from its ``architectures`` (``ElectraForMaskedLM``: a generator)."""
-    if hf_config.get("hidden_act", "gelu") != "gelu":
-        raise PresetError(f"Hugging Face config has hidden_act={hf_config['hidden_act']!r}; only "
-                          "exact 'gelu' (ELECTRA's) is supported.")
-    if hf_config.get("position_embedding_type", "absolute") != "absolute":
-        raise PresetError("Only absolute position embeddings are supported, got "
-                          f"{hf_config['position_embedding_type']!r}.")
+    check_encoder_options(hf_config, "ELECTRA")
     architectures = hf_config.get("architectures") or []
     try:
         return dict(

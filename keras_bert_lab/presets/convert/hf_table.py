@@ -86,6 +86,17 @@ def encoder_layer_rows(ours, theirs, hidden_size, num_heads, intermediate_size):
     ]
 
 
+def check_encoder_options(hf_config, model):
+    """``PresetError`` unless a BERT-style ``config.json`` uses what our encoder block computes:
+    exact GELU and absolute positions (``model`` names the family in the message)."""
+    if hf_config.get("hidden_act", "gelu") != "gelu":
+        raise PresetError(f"Hugging Face config has hidden_act={hf_config['hidden_act']!r}; only "
+                          f"exact 'gelu' ({model}'s activation) is supported.")
+    if hf_config.get("position_embedding_type", "absolute") != "absolute":
+        raise PresetError("Only absolute position embeddings are supported, got "
+                          f"{hf_config['position_embedding_type']!r}.")
+
+
 def weights_from_state(rows, state_dict, allow_partial=False, ignored_suffixes=()):
     """A Hugging Face ``state_dict`` (name → array) as preset weights ``{name: array}``.
 
