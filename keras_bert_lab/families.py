@@ -242,6 +242,7 @@ FAMILIES = (
         backbone="backbone:ElectraBackbone", config="config:ElectraConfig", tokenizer=_WORDPIECE,
         tasks={"pretrain": "pretrainer:ElectraPretrainer", "fill_mask": "masked_lm:ElectraMaskedLM",
                "detect": "discriminator:ElectraDiscriminator"},
+        recipe="pretrain", cli_name="electra",
         converters={"huggingface": "convert_hf:import_hf"}),
     Family(
         "elmo", "ELMo", "ELMo (Peters et al. 2018): a character-based biLM and its scalar mix",

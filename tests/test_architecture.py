@@ -53,7 +53,9 @@ LAYERS = {
     "metrics": {"errors", "data"},
     "vectors": {"errors", "data"},
     "preprocessing": {"errors", "data", "families", "presets"},
-    "pipelines": {"errors", "data", "preprocessing"},
+    # the masked-LM recipe the encoder families share (pipelines.masked_lm_recipe) runs
+    # the generic training loop
+    "pipelines": {"errors", "data", "preprocessing", "training"},
     "features": {"errors", "data", "models", "preprocessing", "presets", "vectors"},
     "export": {"errors", "families", "models", "presets", "preprocessing", "tasks", "version"},
     "family": SHARED,

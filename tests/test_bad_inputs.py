@@ -632,7 +632,7 @@ PRETRAIN_FLAGS = {
     "--learning-rate 0": (["--learning-rate", "0"], "--learning-rate 0.0 must be above 0"),
     "--accumulation 0": (["--accumulation", "0"], "--accumulation must be at least 1"),
     "--model gpt with --whole-word-masking": (["--model", "gpt", "--whole-word-masking", "true"],
-                                              "apply to --model bert only"),
+                                              "apply to --model bert or electra only"),
     "--bpe-merges with --model bert": (["--bpe-merges", "10"], "--model gpt"),
     "--model t5": (["--model", "t5"], "invalid choice"),
     "--model gpt --sequence-length 513": (["--model", "gpt", "--sequence-length", "513"],

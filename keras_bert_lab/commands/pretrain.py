@@ -49,7 +49,9 @@ def add_arguments(parser):
     parser.add_argument("--resume", action="store_true", help="continue the run in --output")
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --output")
     parser.add_argument("--model", choices=[f.cli_name for f in pretrainable()], default="bert",
-                        help="bert: masked LM + next sentence (this recipe); gpt: a left-to-right "
+                        help="bert: masked LM + next sentence (this recipe); electra: a "
+                             "generator's masked LM + the discriminator's replaced-token "
+                             "detection (models.electra.pretrain); gpt: a left-to-right "
                              "decoder on contiguous text (models.gpt.pretrain); elmo: the "
                              "biLM, forward and backward word LMs over characters "
                              "(models.elmo.pretrain); awd-lstm: ULMFiT's word LM by truncated "
@@ -68,7 +70,7 @@ def add_arguments(parser):
                         help="elmo (default 3), awd-lstm (default 2): rarer words are <unk> "
                              "without --vocabulary; awd-lstm with --init-preset: new words added")
     for flag, help_text in MODEL_FLAGS.items():
-        kind = float if "decay" in flag or "mult" in flag else (
+        kind = float if any(w in flag for w in ("decay", "mult", "size", "weight")) else (
             str if "preset" in flag or "dropouts" in flag else int)
         parser.add_argument(flag, default=None, type=kind, help=help_text)
     for field in dataclasses.fields(PretrainSettings):
@@ -106,11 +108,17 @@ MODEL_FLAGS = {
                   "scratch), ulmfit or fastai_lm (lighter, for short runs); default: the size's "
                   "or the --init-preset's rates",
     "--drop-mult": "awd-lstm: multiply the --dropouts set's rates (fastai's drop_mult; default 1)",
+    "--generator-size": "electra: the generator's hidden, feed-forward and head counts as a "
+                        "fraction of the discriminator's (default: the paper's, 1/4 for small "
+                        "and large, 1/3 for base)",
+    "--discriminator-weight": "electra: λ, the weight of the discriminator's loss (default: the "
+                              "paper's 50)",
 }
 # Flags that only some recipes take: each applies to the families whose settings have its field
 # (the distribution flags: to those that may be spread over devices).
 SPECIFIC = ("bpe_merges", "output_bias", "min_count", "sampled_softmax", "init_preset",
-            "max_vocabulary", "layer_decay", "dropouts", "drop_mult")
+            "max_vocabulary", "layer_decay", "dropouts", "drop_mult", "generator_size",
+            "discriminator_weight")
 
 
 def pretrainable():
@@ -188,7 +196,8 @@ def main(args):
 def register(subparsers):
     """Add ``kbl pretrain``."""
     p = subparsers.add_parser("pretrain", help="pretrain a model from text: BERT (masked LM + "
-                                               "next sentence), GPT, ELMo or AWD-LSTM")
+                                               "next sentence), ELECTRA, GPT, ELMo or "
+                                               "AWD-LSTM")
     add_arguments(p)
     p.set_defaults(func=main)
     return p

@@ -21,7 +21,8 @@ class StepLog(keras.callbacks.Callback):
     which would draw a curve that steps down at every epoch start. (Exact for the losses, whose
     batches are all the same size; a metric weighted within its batch, such as masked-token
     accuracy, is averaged per batch. A ``*perplexity`` metric, the exp of a mean cross-entropy, is
-    windowed in log space: the row holds the exp of the window's mean cross-entropy.)
+    windowed in log space: the row holds the exp of the window's mean cross-entropy; an ``*auc``,
+    which no mean of batches gives, is the epoch's so far.)
 
     Args:
         path: the CSV file (``log.csv``); rows are appended.
@@ -71,6 +72,9 @@ class StepLog(keras.callbacks.Callback):
             count = batch + 1
             row = {}
             for k, v in means.items():   # a perplexity is exp(mean): its window is in log space
+                if k.endswith("auc"):    # not a mean of batches: the epoch's so far, as it is
+                    row[k] = v
+                    continue
                 f, g = (math.log, math.exp) if k.endswith("perplexity") else (float, float)
                 old = f(previous[k]) if k in previous else 0.0
                 row[k] = g((count * f(v) - before * old) / (count - before))

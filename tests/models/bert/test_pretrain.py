@@ -264,7 +264,7 @@ def test_runs_saved_before_the_modern_options_still_resume(corpus_file, tmp_path
     (["--time-budget", "soon"], "--time-budget 'soon' is not a duration"),
     (["--time-budget", "1m", "--steps", "5"], "either --steps or --time-budget"),
     (["--time-budget", "1m", "--phase2-steps", "5"], "sizes one phase of training"),
-    (["--time-budget", "1m", "--model", "gpt"], "--time-budget apply to --model bert only"),
+    (["--time-budget", "1m", "--model", "gpt"], "--time-budget apply to --model bert or electra only"),
 ])
 def test_modern_flags_are_checked(corpus_file, tmp_path, capsys, flags, message):
     from keras_bert_lab.cli import main

@@ -139,7 +139,7 @@ def test_output_bias_flags_are_strict(corpus_file, tmp_path, capsys):  # noqa: F
 def test_bert_only_flags_are_refused_for_gpt(corpus_file, tmp_path, capsys):  # noqa: F811
     assert main(["pretrain", "--model", "gpt", "--corpus", corpus_file, "--output",
                  str(tmp_path / "x"), "--whole-word-masking", "true"]) == 2
-    assert "--whole-word-masking apply to --model bert only" in capsys.readouterr().err
+    assert "--whole-word-masking apply to --model bert or electra only" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x")
 
 
@@ -243,7 +243,7 @@ def test_elmo_count_baselines_score_the_networks_targets(corpus_file):  # noqa: 
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--whole-word-masking", "true"], "--whole-word-masking apply to --model bert only"),
+    (["--whole-word-masking", "true"], "--whole-word-masking apply to --model bert or electra only"),
     (["--optimizer", "lamb"], "--model elmo trains with adamw or adagrad"),
 ])
 def test_bert_only_flags_are_refused_for_elmo(corpus_file, tmp_path, capsys, flags,  # noqa: F811
