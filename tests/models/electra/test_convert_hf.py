@@ -92,3 +92,29 @@ def test_bad_directories_are_named(hf_dirs, tmp_path):
     (tmp_path / "bert" / "config.json").write_text(json.dumps(dict(config, model_type="bert")))
     with pytest.raises(PresetError, match="'bert' model; only 'electra' checkpoints"):
         import_hf(tmp_path / "bert", tmp_path / "x")
+
+
+def test_kbl_preset_picks_the_family_from_the_directory(hf_dirs, hf_models, tmp_path, capsys):
+    """`kbl preset import-hf` reads config.json's model_type and `export-hf` the preset's
+    family, through the registry: the ELECTRA pair in, both HF directories out."""
+    from keras_bert_lab.cli import main
+
+    out = tmp_path / "pair"
+    assert main(["preset", "import-hf", str(hf_dirs["discriminator"]), str(out),
+                 "--generator", str(hf_dirs["generator"])]) == 0
+    assert "task ElectraPretrainer" in capsys.readouterr().out
+    assert read_preset(out).family.name == "electra"
+    assert main(["preset", "export-hf", str(out), str(tmp_path / "hf")]) == 0
+    again = transformers.ElectraForMaskedLM.from_pretrained(tmp_path / "hf" / "generator").eval()
+    np.testing.assert_allclose(hf_forward(again, BATCH).logits.numpy(),
+                               hf_forward(hf_models[1], BATCH).logits.numpy(), atol=1e-6, rtol=0)
+    assert main(["preset", "import-hf", str(hf_dirs["discriminator"]), str(tmp_path / "x"),
+                 "--heads", "no"]) == 2
+    assert "--heads does not apply to ELECTRA checkpoints" in capsys.readouterr().err
+    config = json.loads((hf_dirs["generator"] / "config.json").read_text())
+    (tmp_path / "t5").mkdir()
+    (tmp_path / "t5" / "config.json").write_text(json.dumps(dict(config, model_type="t5")))
+    assert main(["preset", "import-hf", str(tmp_path / "t5"), str(tmp_path / "y")]) == 2
+    err = capsys.readouterr().err
+    assert "describes a 't5' model" in err and "'electra' (electra)" in err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
