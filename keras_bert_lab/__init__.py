@@ -14,8 +14,10 @@ from keras_bert_lab.models.backbone import Backbone
 from keras_bert_lab.models.bert import (BertBackbone, BertClassifier, BertConfig,
                                         BertMultipleChoice, BertPretrainer, BertSpanQA,
                                         BertTokenClassifier, SentenceEmbedder)
-from keras_bert_lab.models.electra import (ElectraBackbone, ElectraConfig, ElectraDiscriminator,
-                                           ElectraMaskedLM, ElectraPretrainer)
+from keras_bert_lab.models.electra import (ElectraBackbone, ElectraClassifier, ElectraConfig,
+                                           ElectraDiscriminator, ElectraMaskedLM,
+                                           ElectraMultipleChoice, ElectraPretrainer,
+                                           ElectraSpanQA, ElectraTokenClassifier)
 from keras_bert_lab.models.elmo import ElmoBackbone, ElmoConfig, ElmoLanguageModel
 from keras_bert_lab.models.gpt import (GPTBackbone, GPTCausalLM, GPTClassifier, GPTConfig,
                                        GPTMultipleChoice, GPTSpanQA, GPTTokenClassifier)
@@ -25,8 +27,10 @@ from keras_bert_lab.version import __version__
 
 __all__ = ["AwdLstmBackbone", "AwdLstmConfig", "AwdLstmLanguageModel", "Backbone",
            "BertBackbone", "BertClassifier", "BertConfig", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanQA", "BertTokenClassifier", "ElectraBackbone", "ElectraConfig",
-           "ElectraDiscriminator", "ElectraMaskedLM", "ElectraPretrainer", "ElmoBackbone", "ElmoConfig", "ElmoLanguageModel",
+           "BertSpanQA", "BertTokenClassifier", "ElectraBackbone", "ElectraClassifier",
+           "ElectraConfig", "ElectraDiscriminator", "ElectraMaskedLM", "ElectraMultipleChoice",
+           "ElectraPretrainer", "ElectraSpanQA", "ElectraTokenClassifier", "ElmoBackbone",
+           "ElmoConfig", "ElmoLanguageModel",
            "FeatureTagger", "GPTBackbone", "GPTCausalLM", "GPTClassifier", "GPTConfig",
            "GPTMultipleChoice", "GPTSpanQA", "GPTTokenClassifier", "SentenceEmbedder", "Task",
            "UlmfitClassifier", "__version__"]

@@ -19,7 +19,7 @@ of comparing class names or strings:
 >>> family_of(BertConfig.from_size("tiny")).name
 'bert'
 >>> [f.name for f in FAMILIES if f.has_task("squad")]
-['bert', 'gpt']
+['bert', 'gpt', 'electra']
 
 A preset records its family (``config.json`` ``"family"``); presets written before the registry
 name only their backbone class, which :func:`for_backbone` maps back (``Preset.family``).
@@ -27,6 +27,9 @@ Adding a family: README's "Adding a model family" checklist — the folder, one 
 parity test, the task contract test.
 
 This module imports nothing of the package but its errors, so every floor may ask it.
+
+Long module: the registry is one table of every family and the lookups over it, the one place
+that may dispatch on a family; split, the table would sit apart from the code that reads it.
 """
 
 import dataclasses
@@ -54,7 +57,8 @@ class Family:
             list others of its own (ELECTRA's ``detect``).
         preprocessors: task kind → the preprocessor class its texts go through for that task.
         finetune: module of its ``kbl finetune`` adapters (``classify``, ``choice``, ``ner``,
-            ``squad``, each optional, and ``FLAGS``: the task flags only it takes).
+            ``squad``, each optional, and ``FLAGS``: the task flags only it takes); the
+            BERT-style encoders share :mod:`keras_bert_lab.commands.finetune.encoder`.
         recipe: module of its pretraining recipe (``SETTINGS``, the settings class, and
             ``run(settings, output_dir, ...)``); ``cli_name`` is its ``kbl pretrain --model``.
         converters: checkpoint format → the function that writes a preset from it (what builds
@@ -213,6 +217,11 @@ class Family:
 
 _WORDPIECE = "keras_bert_lab.preprocessing.wordpiece:WordPieceTokenizer"
 _BPE = "keras_bert_lab.preprocessing.bpe:BytePairTokenizer"
+# What the BERT-style encoder families (BERT, ELECTRA) share for fine-tuning.
+_ENCODER_TEXT = "keras_bert_lab.preprocessing.encoder_text:EncoderTextPreprocessor"
+_TAGGING = "keras_bert_lab.preprocessing.tagging:TaggingPreprocessor"
+_SPAN_QA = "keras_bert_lab.preprocessing.span_qa:SpanQAPreprocessor"
+_ENCODER_FINETUNE = "keras_bert_lab.commands.finetune.encoder"
 
 FAMILIES = (
     Family(
@@ -225,9 +234,8 @@ FAMILIES = (
                "embed": "sentence_embedder:SentenceEmbedder"},
         preprocessors={"classify": "preprocessor:BertTextPreprocessor",
                        "choice": "preprocessor:BertTextPreprocessor",
-                       "ner": "keras_bert_lab.preprocessing.tagging:TaggingPreprocessor",
-                       "squad": "keras_bert_lab.preprocessing.span_qa:SpanQAPreprocessor"},
-        finetune="finetune", recipe="pretrain", cli_name="bert",
+                       "ner": _TAGGING, "squad": _SPAN_QA},
+        finetune=_ENCODER_FINETUNE, recipe="pretrain", cli_name="bert",
         converters={"huggingface": "convert_hf:import_hf", "google": "convert_google:import_google",
                     "keras_hub": "convert_keras_hub:import_keras_hub"},
         exporters={"huggingface": "convert_hf:export_hf",
@@ -257,8 +265,13 @@ FAMILIES = (
         "token",
         backbone="backbone:ElectraBackbone", config="config:ElectraConfig", tokenizer=_WORDPIECE,
         tasks={"pretrain": "pretrainer:ElectraPretrainer", "fill_mask": "masked_lm:ElectraMaskedLM",
-               "detect": "discriminator:ElectraDiscriminator"},
-        recipe="pretrain", cli_name="electra",
+               "detect": "discriminator:ElectraDiscriminator",
+               "classify": "classifier:ElectraClassifier",
+               "choice": "multiple_choice:ElectraMultipleChoice",
+               "ner": "token_classifier:ElectraTokenClassifier", "squad": "span_qa:ElectraSpanQA"},
+        preprocessors={"classify": _ENCODER_TEXT, "choice": _ENCODER_TEXT, "ner": _TAGGING,
+                       "squad": _SPAN_QA},
+        finetune=_ENCODER_FINETUNE, recipe="pretrain", cli_name="electra",
         converters={"huggingface": "convert_hf:import_hf"},
         exporters={"huggingface": "convert_hf:export_hf"}, hf_model_types=("electra",)),
     Family(

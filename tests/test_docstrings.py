@@ -23,7 +23,7 @@ MUST_HAVE_EXAMPLES = {
     "keras_bert_lab.distribution.layouts", "keras_bert_lab.distribution.strategies",
     "keras_bert_lab.preprocessing.normalization", "keras_bert_lab.preprocessing.wordpiece",
     "keras_bert_lab.preprocessing.packer", "keras_bert_lab.preprocessing.wordpiece_trainer",
-    "keras_bert_lab.models.bert.preprocessor", "keras_bert_lab.preprocessing.span_qa",
+    "keras_bert_lab.preprocessing.encoder_text", "keras_bert_lab.preprocessing.span_qa",
     "keras_bert_lab.preprocessing.tagging", "keras_bert_lab.pipelines.pretraining",
     "keras_bert_lab.pipelines.batches", "keras_bert_lab.metrics.classification",
     "keras_bert_lab.presets.format", "keras_bert_lab.presets.registry",

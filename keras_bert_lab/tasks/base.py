@@ -53,6 +53,11 @@ class Task(keras.Model):
         return families.family_of(cls)
 
     @classmethod
+    def check_backbone(cls, backbone):
+        """Raise ``ConfigError`` for a backbone this task cannot be built on (called first by the
+        heads that families share; ELECTRA's refuse a generator). Here: any backbone."""
+
+    @classmethod
     def preset_defaults(cls, preset):
         """Constructor defaults a preset supplies beyond a stored task config (none here)."""
         return {}

@@ -2,7 +2,7 @@
 defaults, config, the .keras file, the preset round trip — and its preset loads under the other
 two backends with the same outputs. BERT's heads, GPT's (classification with the auxiliary LM
 loss, similarity, multiple choice, tagging, span QA) and ELECTRA's (the joint pretrainer, the
-discriminator, the generator). Task-specific behaviour (parity with
+discriminator, the generator, and BERT's four fine-tuning heads on its discriminator). Task-specific behaviour (parity with
 transformers, losses, arguments) is in each task's own test file."""
 
 import numpy as np
@@ -10,8 +10,9 @@ import pytest
 
 from keras_bert_lab import (BertBackbone, BertClassifier, BertConfig, BertMultipleChoice,
                             BertPretrainer, BertSpanQA, BertTokenClassifier, ElectraBackbone,
-                            ElectraConfig, ElectraDiscriminator, ElectraMaskedLM,
-                            ElectraPretrainer, GPTBackbone,
+                            ElectraClassifier, ElectraConfig, ElectraDiscriminator,
+                            ElectraMaskedLM, ElectraMultipleChoice, ElectraPretrainer,
+                            ElectraSpanQA, ElectraTokenClassifier, GPTBackbone,
                             GPTClassifier, GPTConfig, GPTMultipleChoice, GPTSpanQA,
                             GPTTokenClassifier, SentenceEmbedder)
 from tests.conftest import padded_pair_batch
@@ -61,7 +62,36 @@ def gpt_case(name):
     raise ValueError(name)
 
 
+ENCODER_HEADS = ("classifier", "multiple_choice", "span_qa", "token_classifier")
+BERT_HEADS = dict(zip(ENCODER_HEADS, (BertClassifier, BertMultipleChoice, BertSpanQA,
+                                      BertTokenClassifier)))
+ELECTRA_HEADS = dict(zip(ENCODER_HEADS, (ElectraClassifier, ElectraMultipleChoice, ElectraSpanQA,
+                                         ElectraTokenClassifier)))
+
+
+def encoder_head_case(name, backbone, classes):
+    """A fine-tuning head that BERT-style encoders share, on ``backbone``."""
+    x = pair_batch()
+    T = x["token_ids"].shape[1]
+    if name == "classifier":
+        return (classes[name](backbone, labels=["a", "b", "c"]), x, np.array([0, 2, 1]), None,
+                (B, 3), True)
+    if name == "multiple_choice":
+        x = {k: np.stack([v, pair_batch(seed=1)[k]], axis=1) for k, v in x.items()}  # C = 2
+        return classes[name](backbone), x, np.array([1, 0, 1]), None, (B, 2), True
+    if name == "span_qa":
+        y = {"start_logits": np.array([3, 0, 2]), "end_logits": np.array([4, 0, 2])}
+        return (classes[name](backbone), x, y, None,
+                {"end_logits": (B, T), "start_logits": (B, T)}, True)
+    y = np.random.default_rng(0).integers(0, 3, size=(B, T))
+    return (classes[name](backbone, labels=["O", "B-X", "I-X"]), x, y,
+            x["padding_mask"].astype("float32"), (B, T, 3), True)
+
+
 def electra_case(name):
+    if name[len("electra_"):] in ENCODER_HEADS:
+        return encoder_head_case(name[len("electra_"):], ElectraBackbone(ELECTRA_CONFIG),
+                                 ELECTRA_HEADS)
     x = pair_batch()
     T, V = x["token_ids"].shape[1], ELECTRA_CONFIG.vocabulary_size
     masked = dict(x, mask_positions=np.array([[1, 2, 3]] * B, "int32"))
@@ -96,20 +126,8 @@ def case(name):
         weights = {"mlm": np.array([[1, 1, 0]] * B, "float32"), "nsp": np.ones(B, "float32")}
         return (BertPretrainer(backbone), x, y, weights,
                 {"mlm": (B, 3, CONFIG.vocabulary_size), "nsp": (B, 2)}, True)
-    if name == "classifier":
-        return (BertClassifier(backbone, labels=["a", "b", "c"]), x, np.array([0, 2, 1]), None,
-                (B, 3), True)
-    if name == "multiple_choice":
-        x = {k: np.stack([v, pair_batch(seed=1)[k]], axis=1) for k, v in x.items()}  # C = 2
-        return BertMultipleChoice(backbone), x, np.array([1, 0, 1]), None, (B, 2), True
-    if name == "span_qa":
-        y = {"start_logits": np.array([3, 0, 2]), "end_logits": np.array([4, 0, 2])}
-        return BertSpanQA(backbone), x, y, None, {"end_logits": (B, T), "start_logits": (B, T)}, \
-            True
-    if name == "token_classifier":
-        y = np.random.default_rng(0).integers(0, 3, size=(B, T))
-        return (BertTokenClassifier(backbone, labels=["O", "B-X", "I-X"]), x, y,
-                x["padding_mask"].astype("float32"), (B, T, 3), True)
+    if name in ENCODER_HEADS:
+        return encoder_head_case(name, backbone, BERT_HEADS)
     if name == "sentence_embedder":
         return SentenceEmbedder(backbone), x, None, None, (B, CONFIG.hidden_size), False
     raise ValueError(name)
@@ -118,7 +136,7 @@ def case(name):
 TASKS = ["pretrainer", "classifier", "multiple_choice", "span_qa", "token_classifier",
          "sentence_embedder", "gpt_classifier", "gpt_similarity", "gpt_multiple_choice",
          "gpt_token_classifier", "gpt_span_qa", "electra_pretrainer", "electra_discriminator",
-         "electra_masked_lm"]
+         "electra_masked_lm", *(f"electra_{name}" for name in ENCODER_HEADS)]
 
 
 @pytest.fixture(scope="module")

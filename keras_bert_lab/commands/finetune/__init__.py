@@ -1,9 +1,10 @@
 """``kbl finetune TASK``: the fine-tuning commands over :mod:`~.common`'s shared steps.
 
-:mod:`~.classify` (``classify``, ``pair`` and ``choice``), :mod:`~.squad`, :mod:`~.ner`. Each
-reads its data, asks the preset's family for its adapter (``models/<family>/finetune.py``: the
-task model and its inputs) and runs the same steps: start, fine-tune with the best validation
-epoch kept, write the metrics and the fine-tuned preset.
+:mod:`~.classify` (``classify``, ``pair`` and ``choice``), :mod:`~.squad`, :mod:`~.ner`. Each reads
+its data, asks the preset's family for its adapter (``models/<family>/finetune.py``, or
+:mod:`~.encoder` for the BERT-style encoders: the task model and its inputs) and runs the same
+steps: start, fine-tune with the best validation epoch kept, write the metrics and the fine-tuned
+preset.
 """
 
 from keras_bert_lab.commands.finetune import classify, ner, squad

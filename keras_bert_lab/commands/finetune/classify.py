@@ -10,8 +10,8 @@ The BERT paper's GLUE and SWAG recipes (Devlin et al. 2019, §4.1 and §4.4) fro
 
 Files are CSV, TSV or JSONL with named columns (``--text-column`` …). The preset's family (the
 registry, :mod:`keras_bert_lab.families`) gives the task model and turns the texts into its
-inputs: its ``models/<family>/finetune.py`` adapter (BERT's
-:class:`~keras_bert_lab.models.bert.preprocessor.BertTextPreprocessor`, GPT-1's task
+inputs: its ``finetune`` adapter (the BERT-style encoders' :mod:`.encoder` with the
+:class:`~keras_bert_lab.preprocessing.encoder_text.EncoderTextPreprocessor`, GPT-1's task
 transformations, ULMFiT's word ids). Scores
 (:mod:`keras_bert_lab.metrics.classification`): accuracy and macro-F1 for classes (monitor:
 accuracy; macro-F1 for multi-label), Pearson and Spearman correlation for scores (monitor:

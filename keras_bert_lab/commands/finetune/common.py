@@ -156,9 +156,10 @@ def add_lm_loss_weight(parser):
 
 
 def adapter(settings, args, kind, command):
-    """The ``kind`` adapter of the preset's family (``models/<family>/finetune.py``, through
-    the registry), after refusing a task flag given for a family that does not take it — with
-    one line naming the flag and the families it applies to, never silently ignored."""
+    """The ``kind`` adapter of the preset's family (its registry entry's ``finetune`` module:
+    ``models/<family>/finetune.py``, or the encoders' shared :mod:`.encoder`), after refusing a task
+    flag given for a family that does not take it — with one line naming the flag and the families
+    it applies to, never silently ignored."""
     from keras_bert_lab.presets.registry import read_preset
 
     family = read_preset(settings.preset, verify=False).family

@@ -25,7 +25,7 @@ the newest checkpoint; the data stream is a pure function of the seed, so it res
 where the checkpoint was taken (see :mod:`keras_bert_lab.training.pretrain`). What BERT's run
 shares with ELECTRA's (the settings, stream, held-out batches, budget sizing and final
 evaluation) is :mod:`keras_bert_lab.pipelines.masked_lm_recipe`; this module adds the model, the
-modern options, next-sentence prediction and the preset's pooling advice.
+modern options and next-sentence prediction.
 """
 
 import dataclasses
@@ -34,8 +34,7 @@ from keras_bert_lab.models.bert.backbone import BertBackbone
 from keras_bert_lab.models.bert.config import BertConfig
 from keras_bert_lab.models.bert.pretrainer import BertPretrainer
 from keras_bert_lab.pipelines.masked_lm_recipe import (  # noqa: F401 - the recipe's API
-    JIT_VALUES, MaskedLMRecipe, MaskedLMSettings, heldout_dataset, load_tokenizer,
-    stream_options, unigram_baseline)
+    MaskedLMRecipe, MaskedLMSettings, heldout_dataset, load_tokenizer, stream_options)
 
 
 @dataclasses.dataclass
@@ -69,18 +68,6 @@ def build_model(settings, vocabulary_size):
     return BertRecipe().build_model(settings, vocabulary_size)
 
 
-def preset_preprocessor(settings):
-    """The preset's preprocessor entry: the sequence length, and for a run without next-sentence
-    prediction the advice to fine-tune on mean pooling (``kbl finetune`` takes it as the
-    ``--pooling`` default): nothing trains the pooler then, and its random ``[CLS]`` projection
-    cost the 20-minute MLM-only preset 5 points of Rotten Tomatoes accuracy against mean
-    pooling (benchmarks/results/quality.md)."""
-    entry = {"sequence_length": settings.sequence_length}
-    if not settings.next_sentence:
-        entry["finetune"] = {"pooling": "mean"}
-    return entry
-
-
 class BertRecipe(MaskedLMRecipe):
     """BERT's run (see the module docstring) in :class:`MaskedLMRecipe`'s skeleton.
 
@@ -100,10 +87,6 @@ class BertRecipe(MaskedLMRecipe):
 
     def extra_metrics(self, model, settings, inputs, metrics):
         return {"nsp_chance": 0.5} if inputs.heldout is not None else {}
-
-    def preset_files(self, settings, inputs):
-        return dict(super().preset_files(settings, inputs),
-                    preprocessor=preset_preprocessor(settings))
 
 
 run = BertRecipe().run

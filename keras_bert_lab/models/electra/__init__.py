@@ -11,6 +11,11 @@ module                    what it holds
 ``pretrainer``            :class:`ElectraPretrainer`: generator + discriminator, ``L_MLM + 50·L_D``
 ``discriminator``         :class:`ElectraDiscriminator`: replaced-token logits for every token
 ``masked_lm``             :class:`ElectraMaskedLM`: a generator alone (``kbl fill-mask``)
+``classifier``,           the fine-tuning heads BERT-style encoders share (:mod:`keras_bert_lab
+``token_classifier``,     .tasks`), on the discriminator: :class:`ElectraClassifier`,
+``span_qa``,              :class:`ElectraTokenClassifier`, :class:`ElectraSpanQA`,
+``multiple_choice``       :class:`ElectraMultipleChoice` (``kbl finetune``)
+``pretrain``              ``kbl pretrain --model electra`` (text side: loads TensorFlow)
 ``convert_hf``            Hugging Face ``ElectraModel`` / ``ElectraForPreTraining`` /
                           ``ElectraForMaskedLM`` directories, both ways
 ========================  ==================================================================
@@ -20,10 +25,15 @@ entry is in :mod:`keras_bert_lab.families`.
 """
 
 from keras_bert_lab.models.electra.backbone import ElectraBackbone
+from keras_bert_lab.models.electra.classifier import ElectraClassifier
 from keras_bert_lab.models.electra.config import ElectraConfig
 from keras_bert_lab.models.electra.discriminator import ElectraDiscriminator
 from keras_bert_lab.models.electra.masked_lm import ElectraMaskedLM
+from keras_bert_lab.models.electra.multiple_choice import ElectraMultipleChoice
 from keras_bert_lab.models.electra.pretrainer import ElectraPretrainer
+from keras_bert_lab.models.electra.span_qa import ElectraSpanQA
+from keras_bert_lab.models.electra.token_classifier import ElectraTokenClassifier
 
-__all__ = ["ElectraBackbone", "ElectraConfig", "ElectraDiscriminator", "ElectraMaskedLM",
-           "ElectraPretrainer"]
+__all__ = ["ElectraBackbone", "ElectraClassifier", "ElectraConfig", "ElectraDiscriminator",
+           "ElectraMaskedLM", "ElectraMultipleChoice", "ElectraPretrainer", "ElectraSpanQA",
+           "ElectraTokenClassifier"]

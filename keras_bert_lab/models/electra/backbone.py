@@ -123,3 +123,13 @@ def check_shared_embeddings(embeddings, config):
                           f"{'; '.join(differing)}. A generator shares the discriminator's "
                           "embeddings, so build it with config.generator() (same vocabulary, "
                           "embedding_size and positions).")
+
+
+def require_discriminator(backbone, task):
+    """``ConfigError`` unless ``backbone`` is a discriminator: what ELECTRA fine-tunes (``task``:
+    the class name, for the message)."""
+    if backbone.config.role != "discriminator":
+        raise ConfigError(
+            f"{task} fine-tunes ELECTRA's discriminator, but this backbone's config has "
+            "role='generator' (a generator preset); load the discriminator's preset, or the "
+            "pretrainer's (kbl pretrain --model electra), whose backbone is the discriminator.")

@@ -8,8 +8,8 @@ import pytest
 from keras_bert_lab import BertBackbone, BertConfig
 from keras_bert_lab.models.bert.hf_weights import config_to_hf, load_hf_weights
 from keras_bert_lab.errors import ConfigError
-from keras_bert_lab.models.bert.token_classifier import (BertTokenClassifier,
-                                                       TokenClassificationLoss)
+from keras_bert_lab.models.bert.token_classifier import BertTokenClassifier
+from keras_bert_lab.tasks.losses import TokenClassificationLoss
 from keras_bert_lab.preprocessing.tagging import TaggingPreprocessor
 from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 from tests.conftest import padded_pair_batch, to_numpy

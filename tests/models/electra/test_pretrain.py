@@ -51,6 +51,9 @@ def test_run_writes_the_run_and_a_discriminator_preset(unbroken):
     assert [int(r["step"]) for r in rows if r["split"] == "train"] == [2, 4, 6, 8]
     stored = json.load(open(os.path.join(output, "settings.json")))
     assert stored["next_sentence"] is False and stored["packing"] is True
+    # its pooler never trained: the preset advises fine-tuning on mean pooling, as BERT MLM-only
+    assert read_preset(os.path.join(output, "preset")).preprocessor["finetune"] == {
+        "pooling": "mean"}
 
     preset = os.path.join(output, "preset")
     assert read_preset(preset).family.name == "electra"

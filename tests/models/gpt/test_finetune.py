@@ -69,7 +69,7 @@ def test_ner_runs_with_a_gpt_preset(gpt_preset, tmp_path, capsys):
     assert GPTTokenClassifier.from_preset(tmp_path / "n" / "preset").labels == \
         metrics["labels"]
     assert main([*argv[:-1], str(tmp_path / "m"), "--label-all-pieces"]) == 2
-    assert "--label-all-pieces applies to BERT presets" in capsys.readouterr().err
+    assert "--label-all-pieces applies to BERT and ELECTRA presets" in capsys.readouterr().err
 
 
 def test_gpt_flags_are_refused_with_bert_and_bert_flags_with_gpt(gpt_preset, tmp_path, capsys):
@@ -77,13 +77,13 @@ def test_gpt_flags_are_refused_with_bert_and_bert_flags_with_gpt(gpt_preset, tmp
     assert main(["finetune", "classify", "--train", str(tmp_path / "train.csv"),
                  "--preset", str(gpt_preset / "preset"), "--pooling", "mean",
                  "--output", str(tmp_path / "o")]) == 2
-    assert "--pooling applies to BERT presets" in capsys.readouterr().err
+    assert "--pooling applies to BERT and ELECTRA presets" in capsys.readouterr().err
     (tmp_path / "mc.jsonl").write_text(json.dumps({"context": "a", "choices": ["b", "c"],
                                                    "label": 0}) + "\n")
     assert main(["finetune", "choice", "--train", str(tmp_path / "mc.jsonl"),
                  "--valid", str(tmp_path / "mc.jsonl"), "--preset", str(gpt_preset / "preset"), "--pooling", "mean",
                  "--output", str(tmp_path / "c")]) == 2
-    assert "--pooling applies to BERT presets" in capsys.readouterr().err
+    assert "--pooling applies to BERT and ELECTRA presets" in capsys.readouterr().err
 
 
 def test_squad_learns_templated_questions_with_a_gpt_preset(tmp_path, capsys):
