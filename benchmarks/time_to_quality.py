@@ -13,6 +13,10 @@ size (BERT-mini: 4 layers, 256 wide, 4 heads), the same wall-clock budget for ea
   ``norm_first``, ``use_bias``, ``feedforward``, ``dropout``, ``next_sentence``, ``packing``,
   ``mask_selection_rate``, ``learning_rate``; ``modern+rotary`` adds rotary positions,
   ``modern+bf16`` mixed bfloat16);
+- ``electra``: ELECTRA's recipe (``kbl pretrain --model electra``: a generator of 1/4 the width
+  corrupts, the discriminator finds the replaced tokens, ``L_MLM + 50·L_D``, packed blocks,
+  15 % masked as 85 % ``[MASK]`` / 15 % kept) with ``--size mini``: ELECTRA-mini's discriminator,
+  which fine-tuning keeps, has BERT-mini's weights; its curve is the generator's accuracy;
 - ``hf``: Hugging Face ``transformers``' ``BertForMaskedLM`` trained the way ``run_mlm.py``
   trains it with the Trainer's defaults (batch 8, AdamW at 5e-5, no warm-up, linear decay, no
   weight decay, gradient clipping at 1; ``DataCollatorForLanguageModeling`` at 15 %; every line
@@ -36,6 +40,8 @@ Run it alone on the machine: every number here is a wall time.
 Usage::
 
     python benchmarks/time_to_quality.py --out /tmp/ttq --budget 20m
+    python benchmarks/time_to_quality.py --out /tmp/ttq --budget 20m --recipes bert modern \
+        electra --tasks rt stsb --seeds 0 1 2          # the ELECTRA comparison (issue 51)
     python benchmarks/time_to_quality.py --out /tmp/ttq --budget 5m --recipes bert modern \\
         modern-packing modern-dropout --tasks rt stsb
     python benchmarks/time_to_quality.py --out /tmp/ttq --report
@@ -141,15 +147,21 @@ def snapshots(every_s, start):
 
 
 def train_ours(name, args, heldout, out):
-    """One of our recipes under the budget; returns its curve and final numbers."""
+    """One of our recipes under the budget; returns its curve and final numbers. ELECTRA's curve
+    is its generator's masked-LM accuracy (the discriminator's quality shows in fine-tuning)."""
     import keras
     import numpy as np
 
-    from keras_bert_lab.models.bert.pretrain import PretrainSettings, run
-
-    settings = PretrainSettings(size=args.size, time_budget=args.budget, eval_every=1000000,
-                                checkpoint_every=1000000, log_every=50, seed=args.seed,
-                                **recipe_settings(name, args.size))
+    if name == "electra":
+        from keras_bert_lab.models.electra.pretrain import ElectraPretrainSettings as Settings
+        from keras_bert_lab.models.electra.pretrain import run
+        overrides = {}
+    else:
+        from keras_bert_lab.models.bert.pretrain import PretrainSettings as Settings
+        from keras_bert_lab.models.bert.pretrain import run
+        overrides = recipe_settings(name, args.size)
+    settings = Settings(size=args.size, time_budget=args.budget, eval_every=1000000,
+                        checkpoint_every=1000000, log_every=50, seed=args.seed, **overrides)
     start = time.time()
     kept = snapshots(_seconds(args.budget) / args.points, start)
     metrics = run(settings, str(out), overwrite=True, verbose=0, callbacks=[kept])
@@ -160,8 +172,7 @@ def train_ours(name, args, heldout, out):
         model.set_weights(weights)
 
         def logits_of(batch):
-            features = {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask",
-                                              "mask_positions")}
+            features = {k: batch[k] for k in model.input}   # ELECTRA's: the mask ids too
             return keras.ops.convert_to_numpy(model(features, training=False)["mlm"])
 
         curve.append({"seconds": round(seconds, 1), "step": step,
@@ -173,6 +184,7 @@ def train_ours(name, args, heldout, out):
             "wall_seconds": round(wall, 1),
             "trained_seconds": metrics["trained_seconds"], "step_seconds": sizing["step_seconds"],
             "parameters": int(sum(np.prod(w.shape) for w in model.weights)),
+            "encoder_parameters": model.backbone.count_params(),   # what fine-tuning keeps
             "preset": str(out / "preset")}
 
 
@@ -286,6 +298,7 @@ def train_hf(name, args, heldout, out, tokenizer, vocabulary):
     return {"recipe": name, "curve": curve, "steps": total,
             "wall_seconds": round(time.time() - start - paused, 1), "step_seconds": step_s,
             "parameters": int(sum(p.numel() for p in model.parameters())),
+            "encoder_parameters": int(sum(p.numel() for p in model.bert.parameters())),
             "hf_dir": str(hf_dir)}
 
 
@@ -327,27 +340,44 @@ def first_reaching(curve, target):
     return next((p["seconds"] for p in curve if p["accuracy"] >= target), None)
 
 
-def report(results, path):
-    """The table (markdown) and the figure of accuracy against wall time."""
+def spread(values):
+    """``"mean ± sd (n)"`` of the values that exist (one value: itself)."""
+    import numpy as np
+
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f} ({len(values)})"
+
+
+def report(groups, path):
+    """The table (markdown) and the figure of accuracy against wall time; ``groups`` maps a
+    recipe to its runs (one per seed): numbers are mean ± sample standard deviation (runs)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    reference = results.get("bert")
-    target = reference["curve"][-1]["accuracy"] if reference else None
-    lines = ["| recipe | steps | s/step | weights | held-out MLM accuracy | reaches BERT's final "
-             "at | RT test acc | STS-B test Pearson |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    reference = groups.get("bert")
+    target = reference[0]["curve"][-1]["accuracy"] if reference else None
+    lines = ["| recipe | steps | s/step | weights (encoder) | held-out MLM accuracy | reaches "
+             "BERT's final at | RT test acc | STS-B test Pearson |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     figure, axis = plt.subplots(figsize=(7, 4.2))
-    for name, result in results.items():
-        curve = result["curve"]
+    for name, runs in groups.items():
+        first = runs[0]
+        curve = first["curve"]
         reach = first_reaching(curve, target) if target is not None else None
-        finetuned = result.get("finetune", {})
-        cells = [name, f"{result['steps']:,}", f"{result['step_seconds']:.3f}",
-                 f"{result['parameters'] / 1e6:.2f} M", f"{curve[-1]['accuracy']:.4f}",
+        encoder = first.get("encoder_parameters")
+        cells = [name + (" (generator)" if name == "electra" else ""),
+                 f"{first['steps']:,}", f"{first['step_seconds']:.3f}",
+                 f"{first['parameters'] / 1e6:.2f} M"
+                 + (f" ({encoder / 1e6:.2f} M)" if encoder else ""),
+                 spread([r["curve"][-1]["accuracy"] for r in runs]),
                  f"{reach:.0f} s" if reach is not None else "—"]
-        cells += [f"{finetuned[t]:.3f}" if finetuned.get(t) is not None else "—"
-                  for t in ("rt", "stsb")]
+        cells += [spread([r.get("finetune", {}).get(t) for r in runs]) for t in ("rt", "stsb")]
         lines.append("| " + " | ".join(cells) + " |")
         axis.plot([p["seconds"] / 60 for p in curve], [p["accuracy"] for p in curve],
                   marker="o", markersize=3, label=name)
@@ -355,8 +385,8 @@ def report(results, path):
         axis.axhline(target, color="grey", linewidth=0.8, linestyle=":")
     axis.set_xlabel("wall time (minutes)")
     axis.set_ylabel("held-out masked-LM accuracy")
-    sizes = sorted({result.get("size", "mini") for result in results.values()})
-    axis.set_title(f"Time to quality, BERT-{'/'.join(sizes)} on WikiText-2")
+    sizes = sorted({r.get("size", "mini") for runs in groups.values() for r in runs})
+    axis.set_title(f"Time to quality, {'/'.join(sizes)} encoders on WikiText-2")
     axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -375,11 +405,12 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--finetune-learning-rate", type=float, default=1e-4)
     parser.add_argument("--finetune-limit", type=int, help="examples per split (plumbing runs)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
+                        help="one run per seed (pretraining and fine-tuning); mean ± sd")
     parser.add_argument("--report", action="store_true", help="the table of finished recipes")
     args = parser.parse_args()
     for name in args.recipes:
-        if name not in HF:
+        if name not in HF and name != "electra":
             recipe_settings(name, args.size)              # a typo stops here, not after an hour
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -396,24 +427,36 @@ def main():
         vocabulary = locate("bert_uncased_vocab")
         tokenizer = WordPieceTokenizer(vocabulary)
         heldout = common_heldout(tokenizer, args.heldout_batches)
-        for name in args.recipes:
-            key = f"{name}@{args.budget}"
-            if key not in results:
-                keras.backend.clear_session()
-                folder = out / key.replace("@", "_")
-                result = (train_hf(name, args, heldout, folder, tokenizer, vocabulary)
-                          if name in HF
-                          else train_ours(name, args, heldout, folder))
-                result.update(budget=args.budget, backend=keras.backend.backend(), size=args.size)
-                results[key] = result
-                results_file.write_text(json.dumps(results, indent=1))
-            for task in args.tasks:
-                if task not in results[key].setdefault("finetune", {}):
-                    results[key]["finetune"][task] = finetune(results[key], task, args,
-                                                              out / key.replace("@", "_"))
+        for seed in args.seeds:
+            args.seed = seed
+            for name in args.recipes:
+                key = run_key(name, args.budget, seed)
+                folder = out / key.replace("@", "_").replace("#", "_")
+                if key not in results:
+                    keras.backend.clear_session()
+                    result = (train_hf(name, args, heldout, folder, tokenizer, vocabulary)
+                              if name in HF
+                              else train_ours(name, args, heldout, folder))
+                    result.update(budget=args.budget, backend=keras.backend.backend(),
+                                  size=args.size, seed=seed)
+                    results[key] = result
                     results_file.write_text(json.dumps(results, indent=1))
-    chosen = {k.split("@")[0]: v for k, v in results.items() if k.endswith(f"@{args.budget}")}
-    print(report(chosen, out / f"time_to_quality_{args.budget}.png"))
+                for task in args.tasks:
+                    if task not in results[key].setdefault("finetune", {}):
+                        results[key]["finetune"][task] = finetune(results[key], task, args,
+                                                                  folder)
+                        results_file.write_text(json.dumps(results, indent=1))
+    groups = {}
+    for key, result in results.items():
+        name, _, rest = key.partition("@")
+        if rest.split("#")[0] == args.budget:
+            groups.setdefault(name, []).append(result)
+    print(report(groups, out / f"time_to_quality_{args.budget}.png"))
+
+
+def run_key(name, budget, seed):
+    """``results.json``'s key of a run (seed 0's is the plain ``recipe@budget`` of older runs)."""
+    return f"{name}@{budget}" + (f"#seed{seed}" if seed else "")
 
 
 if __name__ == "__main__":

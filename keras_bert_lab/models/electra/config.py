@@ -18,15 +18,16 @@ from keras_bert_lab.errors import ConfigError
 from keras_bert_lab.models.config import TransformerConfig
 
 # name: (num_layers, hidden_size, num_heads, embedding_size); small/base/large as in Table 6,
-# tiny for tests and quick runs on this machine's CPU.
+# tiny for tests and quick runs on this machine's CPU, mini with BERT-mini's encoder.
 SIZES = {
     "tiny": (2, 128, 2, 64),
+    "mini": (4, 256, 4, 256),      # BERT-mini's encoder: the lab's comparisons at equal weights
     "small": (12, 256, 4, 128),
     "base": (12, 768, 12, 768),
     "large": (24, 1024, 16, 1024),
 }
 # The paper's generator size of each (hidden, feed-forward and heads × this).
-GENERATOR_SIZES = {"tiny": 0.25, "small": 0.25, "base": 1 / 3, "large": 0.25}
+GENERATOR_SIZES = {"tiny": 0.25, "mini": 0.25, "small": 0.25, "base": 1 / 3, "large": 0.25}
 ROLES = ("discriminator", "generator")
 
 

@@ -20,6 +20,14 @@ def test_parameter_counts_equal_transformers(size):
         assert model_config.num_parameters(pooler=False) == theirs
 
 
+def test_mini_has_bert_minis_encoder():
+    """ELECTRA-mini's discriminator is BERT-mini's weights for weights (the lab's comparisons)."""
+    from keras_bert_lab.models.bert.config import BertConfig
+
+    assert ElectraConfig.from_size("mini").num_parameters() == \
+        BertConfig.from_size("mini").num_parameters()
+
+
 def test_generator_sizes_are_the_papers():
     """Table 6: the generator is 1/4 of Small and Large and 1/3 of Base (hidden, FFN, heads)."""
     got = {size: (lambda g: (g.hidden_size, g.intermediate_size, g.num_heads, g.num_layers,

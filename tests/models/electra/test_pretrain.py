@@ -85,7 +85,7 @@ def test_run_resumes_exactly(corpus_file, unbroken, tmp_path):   # noqa: F811
     ({"generator_size": 0.3}, "--generator-size 0.3: .*not a whole number"),
     ({"generator_size": 2.0}, "--generator-size 2.0: .*larger than the discriminator"),
     ({"discriminator_weight": 0.0}, "--discriminator-weight 0.0 must be above 0"),
-    ({"size": "mini"}, "--size 'mini': choose one of tiny, small, base, large"),
+    ({"size": "medium"}, "--size 'medium': choose one of tiny, mini, small, base, large"),
     ({"sequence_length": 600}, "ELECTRA-small has 512 positions"),
 ])
 def test_bad_settings_are_refused_by_name(fields, message):
