@@ -69,9 +69,17 @@ def _preset_import_hf(args):
     if not source or not out:
         raise PresetError("import-hf needs SOURCE and OUT directories, or --preset NAME.")
     config = pathlib.Path(source) / "config.json"
-    # no config.json: BERT's converter names what the directory lacks
-    family = (families.for_hf_model_type(read_json(config).get("model_type", "bert"), config)
-              if config.is_file() else families.get("bert"))
+    if not config.is_file():
+        raise PresetError(
+            f"Hugging Face checkpoint directory {source} "
+            f"{'has no config.json' if pathlib.Path(source).is_dir() else 'does not exist'}: "
+            "such a directory holds config.json, model.safetensors (or pytorch_model.bin) and "
+            "its tokenizer files (vocab.txt, or vocab.json and merges.txt).")
+    hf_config = read_json(config)
+    if "model_type" not in hf_config:
+        raise PresetError(f"{config} names no model_type; add the one its architecture has "
+                          "(\"bert\", \"electra\", \"openai-gpt\").")
+    family = families.for_hf_model_type(hf_config["model_type"], config)
     convert = family.converter("huggingface")
     options = {"heads": _heads(args), "allow_partial": args.allow_partial,
                "lowercase": args.lowercase, "generator": args.generator}

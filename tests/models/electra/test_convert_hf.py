@@ -117,4 +117,9 @@ def test_kbl_preset_picks_the_family_from_the_directory(hf_dirs, hf_models, tmp_
     assert main(["preset", "import-hf", str(tmp_path / "t5"), str(tmp_path / "y")]) == 2
     err = capsys.readouterr().err
     assert "describes a 't5' model" in err and "'electra' (electra)" in err
+    (tmp_path / "t5" / "config.json").write_text(json.dumps({"hidden_size": 8}))
+    assert main(["preset", "import-hf", str(tmp_path / "t5"), str(tmp_path / "y")]) == 2
+    assert "names no model_type" in capsys.readouterr().err
+    assert main(["preset", "import-hf", str(tmp_path / "none"), str(tmp_path / "y")]) == 2
+    assert "does not exist: such a directory holds config.json" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
