@@ -99,9 +99,10 @@ class ReplaceTokens(keras.layers.Layer):
         # (B, P, T): which token each real masked position writes
         where = ops.one_hot(ops.cast(mask_positions, "int32"), length, dtype="int32") \
             * ops.cast(ops.greater(mask_weights, 0), "int32")[..., None]
-        masked = ops.greater(ops.sum(where, axis=1), 0)                          # (B, T)
-        written = ops.sum(where * sampled[..., None], axis=1)
-        original = ops.sum(where * ops.cast(mask_ids, "int32")[..., None], axis=1)
+        masked = ops.greater(ops.max(where, axis=1), 0)                          # (B, T)
+        # max, not sum: a position listed twice still writes a token id of the vocabulary
+        written = ops.max(where * sampled[..., None], axis=1)
+        original = ops.max(where * ops.cast(mask_ids, "int32")[..., None], axis=1)
         token_ids = ops.cast(token_ids, "int32")
         corrupted = ops.where(masked, written, token_ids)
         replaced = ops.logical_and(masked, ops.not_equal(written, original))

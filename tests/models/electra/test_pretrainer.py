@@ -66,6 +66,18 @@ def test_replaced_labels_follow_the_sampled_tokens():
     assert to_numpy(replaced).tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0]]
 
 
+def test_a_position_listed_twice_still_writes_a_vocabulary_id():
+    """Both entries at position 2 sample token 9: it is written once (a sum of the two wrote 18,
+    outside the vocabulary, and the embedding lookup failed)."""
+    logits = np.full((1, 2, 10), -1e4, "float32")
+    logits[0, :, 9] = 0.0
+    ids, replaced = ReplaceTokens(seed=0)(
+        np.array([[2, 7, 7, 3]]), np.array([[2, 2]]), np.array([[7, 7]]), np.ones((1, 2)),
+        logits, training=True)
+    assert to_numpy(ids).tolist() == [[2, 7, 9, 3]]
+    assert to_numpy(replaced).tolist() == [[0.0, 0.0, 1.0, 0.0]]
+
+
 def test_generator_shares_the_embeddings_through_a_preset(tmp_path):
     model = ElectraPretrainer(ElectraBackbone(CONFIG), generator_size=0.5, seed=2)
     x = batch()
