@@ -20,6 +20,11 @@ module                    what it holds
                           ``ElectraForMaskedLM`` directories, both ways
 ========================  ==================================================================
 
+ELECTRA fine-tunes as BERT does (Clark et al. 2020, §3.1): the discriminator with BERT's head on
+top; the generator is thrown away after pretraining. The pooler (for ``pooling="cls"``) was never
+trained by replaced-token detection and starts from its initialisation, as in the released code;
+the recipe's presets therefore advise mean pooling, as BERT's MLM-only ones do.
+
 ELECTRA reads text as BERT does (WordPiece, ``[CLS] A [SEP] B [SEP]``). The family's registry
 entry is in :mod:`keras_bert_lab.families`.
 """

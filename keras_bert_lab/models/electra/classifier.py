@@ -1,9 +1,6 @@
 """``ElectraClassifier``: the shared encoder head (:mod:`keras_bert_lab.tasks.classifier`) on ELECTRA's
 discriminator — sentence and sentence-pair classification and regression (GLUE's tasks in the paper).
-
-ELECTRA fine-tunes as BERT does (Clark et al. 2020, §3.1): the discriminator with BERT's head on
-top; the generator is thrown away after pretraining. The pooler (for ``pooling="cls"``) was never
-trained by replaced-token detection and starts from its initialisation, as in the released code.
+(How ELECTRA fine-tunes: :mod:`keras_bert_lab.models.electra`.)
 """
 
 import keras

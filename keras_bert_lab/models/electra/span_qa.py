@@ -1,9 +1,6 @@
 """``ElectraSpanQA``: the shared encoder head (:mod:`keras_bert_lab.tasks.span_qa`) on ELECTRA's
 discriminator — extractive question answering (SQuAD, as in the paper's §3.3).
-
-ELECTRA fine-tunes as BERT does (Clark et al. 2020, §3.1): the discriminator with BERT's head on
-top; the generator is thrown away after pretraining. The pooler (for ``pooling="cls"``) was never
-trained by replaced-token detection and starts from its initialisation, as in the released code.
+(How ELECTRA fine-tunes: :mod:`keras_bert_lab.models.electra`.)
 """
 
 import keras

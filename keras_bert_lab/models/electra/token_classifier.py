@@ -1,9 +1,6 @@
 """``ElectraTokenClassifier``: the shared encoder head (:mod:`keras_bert_lab.tasks.token_classifier`) on ELECTRA's
 discriminator — a tag for every token (named entities).
-
-ELECTRA fine-tunes as BERT does (Clark et al. 2020, §3.1): the discriminator with BERT's head on
-top; the generator is thrown away after pretraining. The pooler (for ``pooling="cls"``) was never
-trained by replaced-token detection and starts from its initialisation, as in the released code.
+(How ELECTRA fine-tunes: :mod:`keras_bert_lab.models.electra`.)
 """
 
 import keras
