@@ -19,7 +19,7 @@ Example:
 """
 
 from keras_bert_lab.errors import PresetError
-from keras_bert_lab.presets.convert.hf_table import (Row, check_encoder_options,  # noqa: F401
+from keras_bert_lab.presets.convert.hf_table import (Row, encoder_config_from_hf,  # noqa: F401
                                                      dense, encoder_layer_rows,
                                                      norm, row, weights_from_state,
                                                      weights_to_state)
@@ -36,20 +36,7 @@ _IGNORED_SUFFIXES = ("position_ids", "cls.predictions.decoder.weight",
 
 def config_from_hf(hf_config):
     """Our BERT config (a dict of ``BertConfig`` fields) from a Hugging Face ``config.json``."""
-    check_encoder_options(hf_config, "BERT")
-    try:
-        config = dict(
-            vocabulary_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
-            num_layers=hf_config["num_hidden_layers"], num_heads=hf_config["num_attention_heads"],
-            intermediate_size=hf_config["intermediate_size"],
-            max_positions=hf_config["max_position_embeddings"],
-            type_vocab_size=hf_config.get("type_vocab_size", 2),
-            dropout=hf_config.get("hidden_dropout_prob", 0.1),
-            attention_dropout=hf_config.get("attention_probs_dropout_prob", 0.1),
-            layer_norm_epsilon=hf_config.get("layer_norm_eps", 1e-12),
-            initializer_range=hf_config.get("initializer_range", 0.02))
-    except KeyError as error:
-        raise PresetError(f"Hugging Face BERT config lacks the field {error}.") from None
+    config = encoder_config_from_hf(hf_config, "BERT")
     _head_size(config)
     return config
 

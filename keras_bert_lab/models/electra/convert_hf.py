@@ -31,7 +31,7 @@ from keras_bert_lab.errors import PresetError
 from keras_bert_lab.presets import format as preset_format
 from keras_bert_lab.presets import vocabulary as vocabulary_file
 from keras_bert_lab.presets.convert import hf_files
-from keras_bert_lab.presets.convert.hf_table import (check_encoder_options, dense,
+from keras_bert_lab.presets.convert.hf_table import (dense, encoder_config_from_hf,
                                                      encoder_layer_rows, norm, row,
                                                      weights_from_state, weights_to_state)
 from keras_bert_lab.presets.convert.tensor_files import write_safetensors
@@ -50,24 +50,10 @@ NEEDS = "config.json, model.safetensors or pytorch_model.bin, and vocab.txt"
 def config_from_hf(hf_config):
     """Our ELECTRA config (a dict of ``ElectraConfig`` fields) from a Hugging Face
     ``config.json``; the role from its ``architectures`` (``ElectraForMaskedLM``: a generator)."""
-    check_encoder_options(hf_config, "ELECTRA")
     architectures = hf_config.get("architectures") or []
-    try:
-        return dict(
-            vocabulary_size=hf_config["vocab_size"],
-            embedding_size=hf_config.get("embedding_size", hf_config["hidden_size"]),
-            hidden_size=hf_config["hidden_size"], num_layers=hf_config["num_hidden_layers"],
-            num_heads=hf_config["num_attention_heads"],
-            intermediate_size=hf_config["intermediate_size"],
-            max_positions=hf_config["max_position_embeddings"],
-            type_vocab_size=hf_config.get("type_vocab_size", 2),
-            dropout=hf_config.get("hidden_dropout_prob", 0.1),
-            attention_dropout=hf_config.get("attention_probs_dropout_prob", 0.1),
-            layer_norm_epsilon=hf_config.get("layer_norm_eps", 1e-12),
-            initializer_range=hf_config.get("initializer_range", 0.02),
-            role="generator" if "ElectraForMaskedLM" in architectures else "discriminator")
-    except KeyError as error:
-        raise PresetError(f"Hugging Face ELECTRA config lacks the field {error}.") from None
+    return dict(encoder_config_from_hf(hf_config, "ELECTRA"),
+                embedding_size=hf_config.get("embedding_size", hf_config["hidden_size"]),
+                role="generator" if "ElectraForMaskedLM" in architectures else "discriminator")
 
 
 def config_to_hf(config, architecture=None):

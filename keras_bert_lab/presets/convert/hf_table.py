@@ -97,6 +97,26 @@ def check_encoder_options(hf_config, model):
                           f"{hf_config['position_embedding_type']!r}.")
 
 
+def encoder_config_from_hf(hf_config, model):
+    """The fields of a BERT-style encoder's config (our names) read from a Hugging Face
+    ``config.json``, after :func:`check_encoder_options`; ``PresetError`` names a missing field
+    (``model`` names the family in the messages)."""
+    check_encoder_options(hf_config, model)
+    try:
+        return dict(
+            vocabulary_size=hf_config["vocab_size"], hidden_size=hf_config["hidden_size"],
+            num_layers=hf_config["num_hidden_layers"], num_heads=hf_config["num_attention_heads"],
+            intermediate_size=hf_config["intermediate_size"],
+            max_positions=hf_config["max_position_embeddings"],
+            type_vocab_size=hf_config.get("type_vocab_size", 2),
+            dropout=hf_config.get("hidden_dropout_prob", 0.1),
+            attention_dropout=hf_config.get("attention_probs_dropout_prob", 0.1),
+            layer_norm_epsilon=hf_config.get("layer_norm_eps", 1e-12),
+            initializer_range=hf_config.get("initializer_range", 0.02))
+    except KeyError as error:
+        raise PresetError(f"Hugging Face {model} config lacks the field {error}.") from None
+
+
 def weights_from_state(rows, state_dict, allow_partial=False, ignored_suffixes=()):
     """A Hugging Face ``state_dict`` (name → array) as preset weights ``{name: array}``.
 
