@@ -167,13 +167,15 @@ def train_ours(name, args, heldout, out):
     metrics = run(settings, str(out), overwrite=True, verbose=0, callbacks=[kept])
     wall = time.time() - start
     model = kept.model
+    # the masked-LM logits alone, compiled (ELECTRA's discriminator is not run to score them)
+    scorer = keras.Model(model.input, model.output["mlm"])
     curve = []
     for seconds, step, weights in kept.taken:
         model.set_weights(weights)
 
         def logits_of(batch):
             features = {k: batch[k] for k in model.input}   # ELECTRA's: the mask ids too
-            return keras.ops.convert_to_numpy(model(features, training=False)["mlm"])
+            return keras.ops.convert_to_numpy(scorer.predict_on_batch(features))
 
         curve.append({"seconds": round(seconds, 1), "step": step,
                       "accuracy": accuracy(logits_of, heldout)})

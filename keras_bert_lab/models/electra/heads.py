@@ -55,11 +55,12 @@ class ReplaceTokens(keras.layers.Layer):
     """Put a token sampled from the generator at every masked position; say which tokens differ
     from the original text.
 
-    The sample is drawn from ``softmax(logits / temperature)`` with the Gumbel-max trick — in
-    training from the layer's seed generator, otherwise from a hash of the positions and the
-    original tokens (:func:`~keras_bert_lab.layers.common.counter_uniform`: held-out metrics and
-    ``predict`` give the same values at every call and on every backend) — and carries no
-    gradient: the generator learns from its masked-LM loss only (the paper trains it
+    The sample is drawn from ``softmax(logits / temperature)`` — in training by the Gumbel-max
+    trick from the layer's seed generator, otherwise by the inverse CDF at one uniform per
+    masked position, a hash of the position and its original token
+    (:func:`~keras_bert_lab.layers.common.counter_uniform`: held-out metrics and ``predict`` give
+    the same values at every call, and on every backend but for float rounding at a CDF
+    boundary) — and carries no gradient: the generator learns from its masked-LM loss only (the paper trains it
     by maximum likelihood, not adversarially, §2). A sampled token that equals the original counts
     as *original* — ELECTRA's labels — so the discriminator is not asked to find a replacement that
     is not there. Masked positions of weight 0 (padding of ``mask_positions``) change nothing.
@@ -87,13 +88,17 @@ class ReplaceTokens(keras.layers.Layer):
 
     def call(self, token_ids, mask_positions, mask_ids, mask_weights, logits, training=None):
         logits = ops.stop_gradient(ops.cast(logits, "float32")) / self.temperature
-        if training:
+        if training:   # Gumbel-max: one uniform per vocabulary entry
             uniform = keras.random.uniform(ops.shape(logits), minval=1e-9, maxval=1.0,
                                            seed=self.seed_generator)
-        else:   # the same sample for the same row, wherever it is in the batch, on every backend
+            sampled = ops.argmax(logits - ops.log(-ops.log(uniform)), axis=-1)   # (B, P)
+        else:   # the same sample for the same row, wherever it is in the batch, on every backend:
+            # inverse CDF with one hashed uniform per (original token, position)
             salt = ops.cast(mask_ids, "int32") * 65599 + ops.cast(mask_positions, "int32")
-            uniform = counter_uniform(ops.shape(logits)[1:], salt[..., None])   # (B, P, V)
-        sampled = ops.argmax(logits - ops.log(-ops.log(uniform)), axis=-1)   # (B, P)
+            uniform = counter_uniform((1,), salt[..., None])                      # (B, P, 1)
+            cdf = ops.cumsum(ops.softmax(logits, axis=-1), axis=-1)              # (B, P, V)
+            below = ops.cast(ops.less(cdf, uniform * cdf[..., -1:]), "int32")
+            sampled = ops.minimum(ops.sum(below, axis=-1), ops.shape(logits)[-1] - 1)
         sampled = ops.cast(sampled, "int32")
         length = ops.shape(token_ids)[1]
         # (B, P, T): which token each real masked position writes

@@ -66,6 +66,27 @@ def test_replaced_labels_follow_the_sampled_tokens():
     assert to_numpy(replaced).tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0]]
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_samples_follow_the_generators_softmax(training):
+    """Training (Gumbel-max) and held out (inverse CDF at a hashed uniform) both draw from
+    softmax(logits): 8,000 draws land within 4 standard errors of each probability; held out,
+    a position's draw does not depend on the positions beside it."""
+    n, z = 8000, np.array([0.0, 1.0, 2.0, -1.0, -3.0], "float32")
+    logits = np.broadcast_to(z, (1, n, 5)).copy()
+    positions, originals = np.arange(n)[None], np.zeros((1, n), "int32")
+    layer = ReplaceTokens(seed=3)
+    ids, _ = layer(np.zeros((1, n), "int32"), positions, originals, np.ones((1, n)), logits,
+                   training=training)
+    frequencies = np.bincount(to_numpy(ids)[0], minlength=5) / n
+    probabilities = np.exp(z) / np.exp(z).sum()
+    assert np.all(np.abs(frequencies - probabilities)
+                  <= 4 * np.sqrt(probabilities * (1 - probabilities) / n)), frequencies
+    if not training:
+        alone, _ = layer(np.zeros((1, 50), "int32"), positions[:, :50], originals[:, :50],
+                         np.ones((1, 50)), logits[:, :50])
+        assert to_numpy(alone)[0].tolist() == to_numpy(ids)[0, :50].tolist()
+
+
 def test_a_position_listed_twice_still_writes_a_vocabulary_id():
     """Both entries at position 2 sample token 9: it is written once (a sum of the two wrote 18,
     outside the vocabulary, and the embedding lookup failed)."""
