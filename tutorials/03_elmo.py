@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 3. ELMo: a bidirectional language model's layers as features
 #
-# *Station 3 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 3 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** WikiText-2 (`wikitext2`), allennlp's ELMo test fixture (`elmo_fixture`), Rotten

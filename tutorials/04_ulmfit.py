@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 4. ULMFiT: pretrain a language model, fine-tune it, unfreeze it gradually
 #
-# *Station 4 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 4 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** WikiText-2 (`wikitext2`) and Rotten Tomatoes (`rotten_tomatoes`) — installed by

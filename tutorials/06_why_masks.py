@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 6. Why masks: the masked language model
 #
-# *Station 6 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 6 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** WikiText-2 (`wikitext2`), Rotten Tomatoes (`rotten_tomatoes`) and WNUT-16

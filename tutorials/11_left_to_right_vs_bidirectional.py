@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 11. Left-to-right vs bidirectional: GPT and BERT on equal footing
 #
-# *Station 11 of 11 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
+# *Station 11 of 12 — [the map](README.md).* Runs on every Keras backend: set `KERAS_BACKEND`
 # to `tensorflow`, `jax` or `torch` before starting; the code is the same.
 #
 # - **Needs:** WikiText-2 (`wikitext2`) and Rotten Tomatoes (`rotten_tomatoes`) — installed by
@@ -23,7 +23,7 @@
 # every token can only attend to previous tokens in the self-attention layers of the
 # Transformer. Such restrictions are sub-optimal for sentence-level tasks, and could be very
 # harmful when applying fine-tuning based approaches to token-level tasks such as question
-# answering, where it is crucial to incorporate context from both directions." This last station
+# answering, where it is crucial to incorporate context from both directions." This station
 # runs both sides of that argument with the same budget for each:
 #
 # 1. the two attention patterns, and what one token of a sentence can see under each;

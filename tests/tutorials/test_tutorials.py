@@ -85,6 +85,10 @@ EXPECTED = {
                     "right_context_probe.png"],
         "tables": ["what_one_token_sees", "pretraining", "tagging_examples", "fine_tuning",
                    "paper_table5", "tagging_probe"]},
+    "12_learning_from_every_token": {
+        "data": ["wikitext2", "rotten_tomatoes"], "presets": [],
+        "figures": ["pretraining_curves.png", "every_token.png", "fine_tuning.png"],
+        "tables": ["pretraining", "signal_per_block", "fine_tuning", "paper"]},
 }
 SMOKE_SECONDS = 60   # per tutorial, kernel start included (the goal is < 40 s)
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -140,7 +144,7 @@ def test_every_tutorial_is_expected_and_on_the_map():
     for name in scripts:
         assert f"({name}.py)" in readme, f"tutorials/README.md does not link {name}.py"
     stations = re.findall(r"^\| (\d+) \|", readme, re.M)
-    assert stations == [str(i) for i in range(1, 12)], stations
+    assert stations == [str(i) for i in range(1, 13)], stations
 
 
 @backend_independent
