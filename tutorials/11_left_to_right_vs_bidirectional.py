@@ -41,7 +41,6 @@ tutorial = _common.start("11_left_to_right_vs_bidirectional",
                          data=["wikitext2", "rotten_tomatoes"])
 
 # %%
-import statistics
 import time
 
 import keras
@@ -386,18 +385,12 @@ for seed in SIZE["seeds"]:   # seed by seed: a first complete table comes early
                       f"(validation {valid:.4f}) in {seconds:.0f} s")
 
 
-def spread(values):
-    """``mean ± sd (n)``, the sample standard deviation over seeds."""
-    if len(values) == 1:
-        return f"{values[0]:.3f} (n=1)"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} (n={len(values)})"
-
-
 majority = max(np.mean(y_rt["test"]), 1 - np.mean(y_rt["test"]))
 coin = {phrasing: max(np.mean([("B-PER" in s.tags) for s in parts["test"]]),
                       np.mean([("B-LOC" in s.tags) for s in parts["test"]]))
         for phrasing, parts in tagging.items()}
-rows = [(f"{arch} {init}", *(spread(results[(arch, init, task)]) for task in TASKS))
+rows = [(f"{arch} {init}", *(_common.spread(results[(arch, init, task)])
+                               for task in TASKS))
         for arch in ("BERT", "GPT") for init in ("pretrained", "from scratch")]
 rows.append(("majority class", f"{majority:.3f}", *(f"{coin[p]:.3f}" for p in PHRASINGS)))
 tutorial.table("fine_tuning", ["model", "Rotten Tomatoes: test accuracy",

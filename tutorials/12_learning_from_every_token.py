@@ -284,16 +284,9 @@ for seed in SIZE["seeds"]:   # seed by seed: a first complete table comes early
               f"(validation {report['best']['accuracy']:.4f}) in {time.time() - began:.0f} s")
 
 
-def spread(values):
-    """``mean ± sd (n)``, the sample standard deviation over seeds."""
-    if len(values) == 1:
-        return f"{values[0]:.3f} (n=1)"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} (n={len(values)})"
-
-
 majority = max(np.mean(y["test"]), 1 - np.mean(y["test"]))
 tutorial.table("fine_tuning", ["encoder", "Rotten Tomatoes: test accuracy"],
-               [*((name, spread(values)) for name, values in results.items()),
+               [*((name, _common.spread(values)) for name, values in results.items()),
                 ("majority class", f"{majority:.3f}")],
                f"One recipe: {SIZE['epochs']} epochs, AdamW {SIZE['learning_rate']:g}, batch "
                f"32, mean pooling; mean ± standard deviation over seeds "

@@ -231,6 +231,15 @@ class Tutorial:
               f"{seconds:.0f} s on {machine()}.")
 
 
+def spread(values):
+    """``mean ± sd (n)`` of a result over seeds (the sample standard deviation)."""
+    import statistics
+
+    if len(values) == 1:
+        return f"{values[0]:.3f} (n=1)"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} (n={len(values)})"
+
+
 def _cell(value):
     if isinstance(value, float):
         return f"{value:.4f}"
