@@ -60,8 +60,8 @@ class ReplaceTokens(keras.layers.Layer):
     masked position, a hash of the position and its original token
     (:func:`~keras_bert_lab.layers.common.counter_uniform`: held-out metrics and ``predict`` give
     the same values at every call, and on every backend but for float rounding at a CDF
-    boundary) — and carries no gradient: the generator learns from its masked-LM loss only (the paper trains it
-    by maximum likelihood, not adversarially, §2). A sampled token that equals the original counts
+    boundary) — and carries no gradient: the generator learns from its masked-LM loss only (the
+    paper trains it by maximum likelihood, not adversarially, §2). A sampled token that equals the original counts
     as *original* — ELECTRA's labels — so the discriminator is not asked to find a replacement that
     is not there. Masked positions of weight 0 (padding of ``mask_positions``) change nothing.
 
