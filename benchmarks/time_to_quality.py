@@ -16,7 +16,13 @@ size (BERT-mini: 4 layers, 256 wide, 4 heads), the same wall-clock budget for ea
 - ``electra``: ELECTRA's recipe (``kbl pretrain --model electra``: a generator of 1/4 the width
   corrupts, the discriminator finds the replaced tokens, ``L_MLM + 50·L_D``, packed blocks,
   15 % masked as 85 % ``[MASK]`` / 15 % kept) with ``--size mini``: ELECTRA-mini's discriminator,
-  which fine-tuning keeps, has BERT-mini's weights; its curve is the generator's accuracy;
+  which fine-tuning keeps, has BERT-mini's weights; its curve is the generator's accuracy, and
+  a second table gives its own held-out evaluation (the discriminator's accuracy next to the
+  all-original baseline, its AUC, its loss next to the entropy of the replaced rate);
+- any of ours followed by ``:field=value,…`` changes those settings (the ablation rows:
+  ``electra:generator_size=0.5``, ``electra:discriminator_weight=10``,
+  ``electra:mask_selection_rate=0.25,mask_selection_length=32``); ``--steps N`` trains for N
+  steps instead of the budget (ablations at equal steps; only the final weights are scored);
 - ``hf``: Hugging Face ``transformers``' ``BertForMaskedLM`` trained the way ``run_mlm.py``
   trains it with the Trainer's defaults (batch 8, AdamW at 5e-5, no warm-up, linear decay, no
   weight decay, gradient clipping at 1; ``DataCollatorForLanguageModeling`` at 15 %; every line
@@ -40,10 +46,12 @@ Run it alone on the machine: every number here is a wall time.
 Usage::
 
     python benchmarks/time_to_quality.py --out /tmp/ttq --budget 20m
-    python benchmarks/time_to_quality.py --out /tmp/ttq --budget 20m --recipes bert modern \
+    python benchmarks/time_to_quality.py --out /tmp/ttq --budget 20m --recipes bert modern \\
         electra --tasks rt stsb --seeds 0 1 2          # the ELECTRA comparison (issue 51)
     python benchmarks/time_to_quality.py --out /tmp/ttq --budget 5m --recipes bert modern \\
         modern-packing modern-dropout --tasks rt stsb
+    python benchmarks/time_to_quality.py --out /tmp/ttq --steps 194 --recipes \\
+        electra:generator_size=0.5 electra:discriminator_weight=10     # ELECTRA's ablations
     python benchmarks/time_to_quality.py --out /tmp/ttq --report
 """
 
@@ -51,6 +59,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import shutil
 import sys
 import time
@@ -109,12 +118,14 @@ def common_heldout(tokenizer, batches):
 
 
 def accuracy(logits_of, heldout):
-    """Masked-LM accuracy over ``heldout``: ``logits_of(batch)`` gives (B, P, V) logits."""
+    """Masked-LM accuracy over ``heldout``: ``logits_of(batch)`` gives (B, P, V) logits or their
+    (B, P) argmax."""
     import numpy as np
 
     hits = total = 0.0
     for batch in heldout:
-        guess = np.argmax(logits_of(batch), axis=-1)
+        guess = logits_of(batch)
+        guess = np.argmax(guess, axis=-1) if guess.ndim == 3 else guess
         weights = batch["mask_weights"]
         hits += float(((guess == batch["mask_ids"]) * weights).sum())
         total += float(weights.sum())
@@ -146,29 +157,64 @@ def snapshots(every_s, start):
     return Snapshots()
 
 
-def train_ours(name, args, heldout, out):
-    """One of our recipes under the budget; returns its curve and final numbers. ELECTRA's curve
-    is its generator's masked-LM accuracy (the discriminator's quality shows in fine-tuning)."""
-    import keras
-    import numpy as np
+def _value(text):
+    """A ``field=value`` override's value: a number or true/false where it reads as one."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
-    if name == "electra":
+
+def recipe(name, size="mini"):
+    """``(settings class, run, overrides)`` of one of our recipes: ``bert``, ``modern…`` or
+    ``electra``, optionally followed by ``:field=value,field=value`` (the ablation rows, e.g.
+    ``electra:generator_size=0.5`` or ``electra:discriminator_weight=10``). Every field is
+    checked by building the settings, so a typo stops here, not after an hour."""
+    base, _, extra = name.partition(":")
+    if base == "electra":
         from keras_bert_lab.models.electra.pretrain import ElectraPretrainSettings as Settings
         from keras_bert_lab.models.electra.pretrain import run
         overrides = {}
     else:
         from keras_bert_lab.models.bert.pretrain import PretrainSettings as Settings
         from keras_bert_lab.models.bert.pretrain import run
-        overrides = recipe_settings(name, args.size)
-    settings = Settings(size=args.size, time_budget=args.budget, eval_every=1000000,
-                        checkpoint_every=1000000, log_every=50, seed=args.seed, **overrides)
+        overrides = recipe_settings(base, size)
+    for item in filter(None, extra.split(",")):
+        field, equals, value = item.partition("=")
+        if not equals:
+            raise SystemExit(f"recipe {name!r}: write each change as field=value, not {item!r}")
+        overrides[field] = _value(value)
+    try:
+        Settings(size=size, **overrides)
+    except TypeError as error:
+        raise SystemExit(f"recipe {name!r}: {error}") from None
+    return Settings, run, overrides
+
+
+def train_ours(name, args, heldout, out):
+    """One of our recipes under the budget (or for ``--steps``); returns its curve and final
+    numbers. ELECTRA's curve is its generator's masked-LM accuracy (the discriminator's quality
+    shows in its own held-out numbers, kept as ``discriminator``, and in fine-tuning)."""
+    import keras
+    import numpy as np
+
+    Settings, run, overrides = recipe(name, args.size)
+    limit = (dict(time_budget=None, steps=args.steps) if args.steps
+             else dict(time_budget=args.budget))
+    settings = Settings(size=args.size, eval_every=1000000, checkpoint_every=1000000,
+                        log_every=50, seed=args.seed, **limit, **overrides)
     start = time.time()
-    kept = snapshots(_seconds(args.budget) / args.points, start)
+    # a fixed number of steps keeps the final weights only
+    kept = snapshots(float("inf") if args.steps else _seconds(args.budget) / args.points, start)
     metrics = run(settings, str(out), overwrite=True, verbose=0, callbacks=[kept])
     wall = time.time() - start
     model = kept.model
-    # the masked-LM logits alone, compiled (ELECTRA's discriminator is not run to score them)
-    scorer = keras.Model(model.input, model.output["mlm"])
+    # the masked-LM guesses alone, compiled (ELECTRA's discriminator is not run to score them)
+    scorer = keras.Model(model.input, keras.ops.argmax(model.output["mlm"], axis=-1))
     curve = []
     for seconds, step, weights in kept.taken:
         model.set_weights(weights)
@@ -181,13 +227,33 @@ def train_ours(name, args, heldout, out):
                       "accuracy": accuracy(logits_of, heldout)})
         print(f"  {name}: {seconds:7.1f} s, step {step:5d}: held-out MLM accuracy "
               f"{curve[-1]['accuracy']:.4f}", flush=True)
-    sizing = json.loads((out / "budget.json").read_text())
+    budget = out / "budget.json"
+    step_seconds = (json.loads(budget.read_text())["step_seconds"] if budget.exists()
+                    else steady_step_seconds(out / "log.csv"))
+    own = {k: metrics[k] for k in ("heldout_mlm_accuracy", "heldout_rtd_accuracy",
+                                   "all_original_accuracy", "heldout_rtd_auc",
+                                   "heldout_rtd_loss", "heldout_replaced_rate") if k in metrics}
     return {"recipe": name, "curve": curve, "steps": metrics["steps"],
-            "wall_seconds": round(wall, 1),
-            "trained_seconds": metrics["trained_seconds"], "step_seconds": sizing["step_seconds"],
+            "wall_seconds": round(wall, 1), **({"discriminator": own} if own else {}),
+            "trained_seconds": metrics.get("trained_seconds", metrics["seconds"]),
+            "step_seconds": step_seconds,
             "parameters": int(sum(np.prod(w.shape) for w in model.weights)),
             "encoder_parameters": model.backbone.count_params(),   # what fine-tuning keeps
             "preset": str(out / "preset")}
+
+
+def steady_step_seconds(log):
+    """Seconds a step between the first and the last training rows of a run's ``log.csv`` (the
+    compile left out), or ``None`` with fewer than two rows."""
+    import csv
+
+    with open(log, encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["split"] == "train"]
+    if len(rows) < 2:
+        return None
+    first, last = rows[0], rows[-1]
+    return round((float(last["elapsed_s"]) - float(first["elapsed_s"]))
+                 / (int(last["step"]) - int(first["step"])), 5)
 
 
 def train_hf(name, args, heldout, out, tokenizer, vocabulary):
@@ -358,6 +424,7 @@ def report(groups, path):
     """The table (markdown) and the figure of accuracy against wall time; ``groups`` maps a
     recipe to its runs (one per seed): numbers are mean ± sample standard deviation (runs)."""
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -373,8 +440,9 @@ def report(groups, path):
         curve = first["curve"]
         reach = first_reaching(curve, target) if target is not None else None
         encoder = first.get("encoder_parameters")
-        cells = [name + (" (generator)" if name == "electra" else ""),
-                 f"{first['steps']:,}", f"{first['step_seconds']:.3f}",
+        cells = [name + (" (generator)" if name.startswith("electra") else ""),
+                 f"{first['steps']:,}",
+                 f"{first['step_seconds']:.3f}" if first["step_seconds"] else "—",
                  f"{first['parameters'] / 1e6:.2f} M"
                  + (f" ({encoder / 1e6:.2f} M)" if encoder else ""),
                  spread([r["curve"][-1]["accuracy"] for r in runs]),
@@ -383,6 +451,22 @@ def report(groups, path):
         lines.append("| " + " | ".join(cells) + " |")
         axis.plot([p["seconds"] / 60 for p in curve], [p["accuracy"] for p in curve],
                   marker="o", markersize=3, label=name)
+    own = {name: runs for name, runs in groups.items() if "discriminator" in runs[0]}
+    if own:   # ELECTRA's own held-out evaluation (its masking: 85 % [MASK] / 15 % kept)
+        lines += ["", "| ELECTRA run | steps | trained s | generator MLM acc | discriminator "
+                      "acc (all-original) | AUC | rtd loss (prior's) |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for name, runs in own.items():
+            d = [r["discriminator"] for r in runs]
+            rate = np.mean([x["heldout_replaced_rate"] for x in d])
+            prior = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate))
+            lines.append("| " + " | ".join([
+                name, f"{runs[0]['steps']:,}", f"{runs[0]['trained_seconds']:.0f}",
+                spread([x["heldout_mlm_accuracy"] for x in d]),
+                spread([x["heldout_rtd_accuracy"] for x in d])
+                + f" ({np.mean([x['all_original_accuracy'] for x in d]):.3f})",
+                spread([x["heldout_rtd_auc"] for x in d]),
+                spread([x["heldout_rtd_loss"] for x in d]) + f" ({prior:.3f})"]) + " |")
     if target is not None:
         axis.axhline(target, color="grey", linewidth=0.8, linestyle=":")
     axis.set_xlabel("wall time (minutes)")
@@ -409,11 +493,17 @@ def main():
     parser.add_argument("--finetune-limit", type=int, help="examples per split (plumbing runs)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0],
                         help="one run per seed (pretraining and fine-tuning); mean ± sd")
+    parser.add_argument("--steps", type=int,
+                        help="train our recipes for this many steps instead of --budget (the "
+                             "ablations at equal steps; the final weights scored only)")
     parser.add_argument("--report", action="store_true", help="the table of finished recipes")
     args = parser.parse_args()
-    for name in args.recipes:
-        if name not in HF and name != "electra":
-            recipe_settings(name, args.size)              # a typo stops here, not after an hour
+    label = f"{args.steps}steps" if args.steps else args.budget    # results.json's run length
+    for name in [] if args.report else args.recipes:
+        if name in HF and args.steps:
+            raise SystemExit(f"--steps: the {name} loop runs to --budget only")
+        if name not in HF:
+            recipe(name, args.size)                       # a typo stops here, not after an hour
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results_file = out / "results.json"
@@ -424,7 +514,7 @@ def main():
         from keras_bert_lab.data.registry import locate
         from keras_bert_lab.preprocessing.wordpiece import WordPieceTokenizer
 
-        print(f"backend {keras.backend.backend()}, {os.cpu_count()} CPUs, budget {args.budget}; "
+        print(f"backend {keras.backend.backend()}, {os.cpu_count()} CPUs, {label} each; "
               f"load before: {os.getloadavg()[0]:.1f}", flush=True)
         vocabulary = locate("bert_uncased_vocab")
         tokenizer = WordPieceTokenizer(vocabulary)
@@ -432,14 +522,14 @@ def main():
         for seed in args.seeds:
             args.seed = seed
             for name in args.recipes:
-                key = run_key(name, args.budget, seed)
-                folder = out / key.replace("@", "_").replace("#", "_")
+                key = run_key(name, label, seed)
+                folder = out / re.sub(r"[@#:=,/]", "_", key)
                 if key not in results:
                     keras.backend.clear_session()
                     result = (train_hf(name, args, heldout, folder, tokenizer, vocabulary)
                               if name in HF
                               else train_ours(name, args, heldout, folder))
-                    result.update(budget=args.budget, backend=keras.backend.backend(),
+                    result.update(budget=label, backend=keras.backend.backend(),
                                   size=args.size, seed=seed)
                     results[key] = result
                     results_file.write_text(json.dumps(results, indent=1))
@@ -451,9 +541,9 @@ def main():
     groups = {}
     for key, result in results.items():
         name, _, rest = key.partition("@")
-        if rest.split("#")[0] == args.budget:
+        if rest.split("#")[0] == label:
             groups.setdefault(name, []).append(result)
-    print(report(groups, out / f"time_to_quality_{args.budget}.png"))
+    print(report(groups, out / f"time_to_quality_{label}.png"))
 
 
 def run_key(name, budget, seed):
