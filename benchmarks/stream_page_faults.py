@@ -26,7 +26,8 @@ import time_to_quality  # noqa: E402  (the benchmark's recipe settings)
 
 
 def minor_faults():
-    return int(open("/proc/self/stat").read().split()[9])
+    with open("/proc/self/stat") as stat:
+        return int(stat.read().split()[9])
 
 
 def main():
@@ -34,21 +35,20 @@ def main():
     if mode not in ("fresh", "after-stream"):
         raise SystemExit("mode: fresh or after-stream")
     from keras_bert_lab.models.bert.pretrain import BertRecipe
-    from keras_bert_lab.pipelines.masked_lm_recipe import load_tokenizer, stream_options
-    from keras_bert_lab.pipelines.pretraining import pretraining_dataset, tokenize_corpus
 
     settings_class, _, overrides = time_to_quality.recipe("bert", "mini")
     settings = settings_class(size="mini", steps=300, **overrides)
-    tokenizer = load_tokenizer(settings)
-    corpus = settings.corpus[0] if len(settings.corpus) == 1 else list(settings.corpus)
-    stream = pretraining_dataset(tokenize_corpus(corpus, tokenizer), tokenizer,
-                                 **stream_options(settings, 1))
+    recipe = BertRecipe()
+    inputs = recipe.read_inputs(settings, output_dir=None, resume=False)   # kbl pretrain's
+    stream = recipe.stream(settings, inputs, phase=1)
     if mode == "after-stream":
         iterator = iter(stream)
         for _ in range(5):
             next(iterator)
         del iterator
-    batch, length, masked, vocabulary = settings.batch_size, 128, 20, tokenizer.vocabulary_size
+    batch, length, masked = (settings.batch_size, settings.sequence_length,
+                             settings.mask_selection_length)
+    vocabulary = inputs.tokenizer.vocabulary_size
     rng = np.random.default_rng(0)
     x = {"token_ids": rng.integers(1000, vocabulary, (batch, length)).astype("int32"),
          "segment_ids": np.zeros((batch, length), "int32"),
@@ -57,7 +57,7 @@ def main():
     y = {"mlm": rng.integers(1000, vocabulary, (batch, masked)).astype("int32"),
          "nsp": rng.integers(0, 2, (batch,)).astype("int32")}
     w = {"mlm": np.ones((batch, masked), "float32"), "nsp": np.ones((batch,), "float32")}
-    model = BertRecipe().build_model(settings, vocabulary)
+    model = recipe.build_model(settings, vocabulary)
     for _ in range(2):
         model.train_on_batch(x, y, w)
     steps, started, faults = 6, time.perf_counter(), minor_faults()
